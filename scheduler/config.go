@@ -1,0 +1,105 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// DefaultMaxLinks is the number of enqueue span contexts kept per run of a
+// key when Config.MaxLinks is zero.
+const DefaultMaxLinks = 8
+
+// Config configures a [Scheduler]. The zero Config works: an unnamed queue on
+// the real clock with client-go's default controller rate limiter, no
+// debounce, and up to DefaultMaxLinks enqueue span contexts kept per key.
+//
+// New never fails and never panics on a bad Config: it replaces every invalid
+// field as documented on that field. Call [Config.Validate] first to reject
+// such a Config instead.
+type Config[K comparable] struct {
+	// Name names the queue. Instrumentation reports it as the "name"
+	// attribute. A named queue reads the clock on every Add, Get and Done so
+	// that Stats reports ages; an unnamed queue with no Observer does not,
+	// like client-go's unnamed queues.
+	Name string
+
+	// Clock drives delays, backoff, debounce and every timestamp. Nil means
+	// the real clock. Tests inject k8s.io/utils/clock/testing.FakeClock.
+	Clock clock.WithTicker
+
+	// RateLimiter decides the delay of AddRateLimited and keeps the failure
+	// counts behind NumRequeues and Forget. Nil means
+	// workqueue.DefaultTypedControllerRateLimiter. A negative delay from it
+	// is treated as zero.
+	RateLimiter workqueue.TypedRateLimiter[K]
+
+	// MaxLinks bounds the valid enqueue span contexts kept per run of a key
+	// (Item.Origin and Item.Links together); further ones are only counted
+	// (Item.DroppedLinks). Zero means DefaultMaxLinks. A negative value keeps
+	// no span context at all; every one is counted as dropped.
+	MaxLinks int
+
+	// Debounce, when positive, delays every Add and AddContext of a key that
+	// is not yet pending by this window, and pushes the run back by another
+	// window on every further Add while it waits, so a burst of changes runs
+	// once, a window after its last add. The run is never pushed later than
+	// DebounceMaxWait after the first pending add, nor later than a time asked
+	// for with AddAfter. AddAfter, AddRateLimited and adds to a key that is
+	// already ready are not debounced. Zero disables debouncing; a negative
+	// value is treated as zero.
+	Debounce time.Duration
+
+	// DebounceMaxWait bounds how long debouncing may defer a key that keeps
+	// changing: it runs at least once per DebounceMaxWait after its first
+	// pending add. Zero means 10 × Debounce; a value below Debounce
+	// (negative included) is raised to Debounce.
+	DebounceMaxWait time.Duration
+}
+
+// Validate reports every field of c that New would have to replace, joined in
+// one error, or nil when c is used as it is.
+func (c Config[K]) Validate() error {
+	var errs []error
+	if c.MaxLinks < 0 {
+		errs = append(errs, fmt.Errorf("scheduler: MaxLinks is %d: use 0 for the default (%d) or a positive bound; a negative value disables links", c.MaxLinks, DefaultMaxLinks))
+	}
+	if c.Debounce < 0 {
+		errs = append(errs, fmt.Errorf("scheduler: Debounce is %v: use a positive window, or 0 to disable debouncing", c.Debounce))
+	}
+	if c.DebounceMaxWait < 0 {
+		errs = append(errs, fmt.Errorf("scheduler: DebounceMaxWait is %v: use 0 for 10 × Debounce or a duration of at least Debounce", c.DebounceMaxWait))
+	} else if c.Debounce > 0 && c.DebounceMaxWait > 0 && c.DebounceMaxWait < c.Debounce {
+		errs = append(errs, fmt.Errorf("scheduler: DebounceMaxWait (%v) is shorter than Debounce (%v): it must be at least Debounce", c.DebounceMaxWait, c.Debounce))
+	}
+	return errors.Join(errs...)
+}
+
+// settings are the normalised values the scheduler runs with.
+type settings struct {
+	maxLinks        int // < 0: keep none
+	debounce        int64
+	debounceMaxWait int64
+}
+
+func (c Config[K]) settings() settings {
+	s := settings{maxLinks: c.MaxLinks}
+	if s.maxLinks == 0 {
+		s.maxLinks = DefaultMaxLinks
+	}
+	if c.Debounce > 0 {
+		s.debounce = int64(c.Debounce)
+		switch {
+		case c.DebounceMaxWait == 0:
+			s.debounceMaxWait = 10 * s.debounce
+		case c.DebounceMaxWait < c.Debounce:
+			s.debounceMaxWait = s.debounce
+		default:
+			s.debounceMaxWait = int64(c.DebounceMaxWait)
+		}
+	}
+	return s
+}

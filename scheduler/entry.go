@@ -1,0 +1,129 @@
+package scheduler
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// where an entry sits.
+type place uint8
+
+const (
+	nowhere place = iota // handed to a worker, possibly held for a next run
+	inReady              // in the ready FIFO
+	inDelay              // in the delay heap
+)
+
+// entry is the scheduler's state for one key: at most one pending run and at
+// most one run in flight. Fields used by every key are kept inline and small
+// (a pending key with a span context fits in 96 bytes for string keys); the
+// rarer ones live in extras, allocated on first use and recycled.
+type entry[K comparable] struct {
+	key K
+
+	// enqueued is the time of the earliest add still pending; readyAt the
+	// time the pending run may start (ns since the scheduler's base time;
+	// zero in an untimed queue for immediate adds).
+	enqueued int64
+	readyAt  int64
+
+	origin spanRef // first valid enqueue span context of the pending run
+	x      *extras // links, retries, debounce deadline; nil until needed
+	proc   *proc   // the run in flight, when processing
+
+	heapIdx   int32
+	coalesced int32
+
+	place      place
+	pending    bool // a run is pending (ready, delayed, or held)
+	processing bool // a run is in flight
+	debounced  bool // readyAt was chosen by debouncing
+	reason     WaitReason
+}
+
+// extras holds what only some keys need.
+type extras struct {
+	links       []trace.SpanContext // valid span contexts after origin
+	dropped     int
+	previous    trace.SpanContext // span context of the run that retried
+	originState trace.TraceState
+	requeues    int
+	deadline    int64 // latest ready time debouncing may choose
+	hasDeadline bool
+}
+
+func (e *entry[K]) extras() *extras {
+	if e.x == nil {
+		e.x = new(extras)
+	}
+	return e.x
+}
+
+// proc is the state of a run in flight. The in-flight runs form a list in
+// the order they started, so the oldest is at its head.
+type proc struct {
+	ctx        context.Context
+	started    int64
+	prev, next *proc
+}
+
+// spanRef is a trace.SpanContext without its trace state (kept in extras when
+// present), to keep entries small.
+type spanRef struct {
+	traceID trace.TraceID
+	spanID  trace.SpanID
+	flags   trace.TraceFlags
+	remote  bool
+	valid   bool
+}
+
+func (r spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
+	if !r.valid {
+		return trace.SpanContext{}
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    r.traceID,
+		SpanID:     r.spanID,
+		TraceFlags: r.flags,
+		TraceState: ts,
+		Remote:     r.remote,
+	})
+}
+
+func (r spanRef) equal(sc trace.SpanContext) bool {
+	return r.valid && r.traceID == sc.TraceID() && r.spanID == sc.SpanID()
+}
+
+// addSpan records the valid span context sc of an add to the pending run,
+// keeping at most max of them (max < 0: none) and counting the others.
+func (e *entry[K]) addSpan(sc trace.SpanContext, max int) {
+	if !sc.IsValid() {
+		return
+	}
+	if !e.origin.valid {
+		if max < 0 {
+			e.extras().dropped++
+			return
+		}
+		e.origin = spanRef{traceID: sc.TraceID(), spanID: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote(), valid: true}
+		if ts := sc.TraceState(); ts.Len() > 0 {
+			e.extras().originState = ts
+		}
+		return
+	}
+	if e.origin.equal(sc) {
+		return
+	}
+	x := e.extras()
+	for _, l := range x.links {
+		if l.TraceID() == sc.TraceID() && l.SpanID() == sc.SpanID() {
+			return
+		}
+	}
+	if 1+len(x.links) >= max {
+		x.dropped++
+		return
+	}
+	x.links = append(x.links, sc)
+}
