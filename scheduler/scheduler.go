@@ -434,7 +434,15 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.processing = true
 
 	p := s.newProc()
-	if s.timed {
+	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
+	obs := s.obs
+	if obs != nil {
+		// Observers turn the times into span timestamps, so they are taken
+		// relative to a fresh wall-clock reading: a wall clock stepped since
+		// New does not shift them against spans timed by time.Now.
+		wall = s.clock.Now()
+		p.started = int64(wall.Sub(s.base))
+	} else if s.timed {
 		p.started = s.now()
 	}
 	if t := s.inflight.tail; t != nil {
@@ -447,10 +455,9 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	s.inflight.startSum += p.started
 	e.proc = p
 
-	obs := s.obs
 	it.Key = e.key
 	if obs != nil || full {
-		s.fillItem(&it, e, p.started)
+		s.fillItem(&it, e, p.started, wall)
 	}
 	s.resetRun(e)
 	s.publishLocked()
@@ -501,13 +508,18 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 	}
 }
 
-func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64) {
+// fillItem copies the pending run of e into it. started is the dequeue time
+// and wall, when not zero, the clock's reading at that instant.
+func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall time.Time) {
 	it.Reason = e.reason
 	it.Coalesced = int(e.coalesced)
 	if s.timed {
-		it.EnqueuedAt = s.at(e.enqueued)
-		it.ReadyAt = s.at(max(e.readyAt, e.enqueued))
-		it.DequeuedAt = s.at(started)
+		if wall.IsZero() {
+			wall = s.at(started)
+		}
+		it.DequeuedAt = wall
+		it.EnqueuedAt = wall.Add(time.Duration(e.enqueued - started))
+		it.ReadyAt = wall.Add(time.Duration(max(e.readyAt, e.enqueued) - started))
 	}
 	var ts trace.TraceState
 	if x := e.x; x != nil {
@@ -558,7 +570,13 @@ func (s *Scheduler[K]) Done(key K) {
 	s.inflight.startSum -= p.started
 
 	var now int64
-	if s.timed || (e.pending && e.readyAt != 0) {
+	var wall time.Time
+	obs := s.obs
+	switch {
+	case obs != nil:
+		wall = s.clock.Now() // see get
+		now = int64(wall.Sub(s.base))
+	case s.timed || (e.pending && e.readyAt != 0):
 		now = s.now()
 	}
 	signal := false
@@ -585,7 +603,7 @@ func (s *Scheduler[K]) Done(key K) {
 	if s.inflight.n == 0 && s.drain {
 		s.drained.Broadcast()
 	}
-	obs, ctx, started := s.obs, p.ctx, p.started
+	ctx, started := p.ctx, p.started
 	s.freeProc(p)
 	s.publishLocked()
 	s.mu.Unlock()
@@ -593,7 +611,7 @@ func (s *Scheduler[K]) Done(key K) {
 		s.cond.Signal()
 	}
 	if obs != nil && ctx != nil {
-		obs.Done(ctx, key, s.at(started), s.at(now))
+		obs.Done(ctx, key, wall.Add(time.Duration(started-now)), wall)
 	}
 }
 
