@@ -111,6 +111,13 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.mu.Unlock()
 }
 
+// Observer returns the Observer installed with SetObserver, or nil.
+func (s *Scheduler[K]) Observer() Observer[K] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.obs
+}
+
 // now returns the clock's time as nanoseconds since the scheduler's base time.
 // Since reads only the monotonic clock, which is cheaper than Now.
 func (s *Scheduler[K]) now() int64 { return int64(s.clock.Since(s.base)) }

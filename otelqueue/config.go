@@ -1,0 +1,136 @@
+package otelqueue
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// DefaultBuckets are the explicit histogram bucket boundaries, in seconds,
+// of the queue-wait and work-duration histograms: from 100µs to 1000s, three
+// buckets a decade. The SDK's default boundaries are sized for milliseconds.
+var DefaultBuckets = []float64{
+	0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005,
+	0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5,
+	1, 2.5, 5,
+	10, 25, 50,
+	100, 250, 500,
+	1000,
+}
+
+// Option configures Instrument and NewMetricsProvider.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	propagators    propagation.TextMapPropagator
+	controller     string
+	buckets        []float64
+	parentMode     bool
+}
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	if c.tracerProvider == nil {
+		c.tracerProvider = otel.GetTracerProvider()
+	}
+	if c.propagators == nil {
+		c.propagators = otel.GetTextMapPropagator()
+	}
+	if c.buckets == nil {
+		c.buckets = DefaultBuckets
+	}
+	return c
+}
+
+// validate reports options that cannot be used as given.
+func (c *config) validate() error {
+	for i, b := range c.buckets {
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			return fmt.Errorf("otelqueue: bucket boundary %d is %v: boundaries must be finite numbers of seconds", i, b)
+		}
+		if i > 0 && b <= c.buckets[i-1] {
+			return fmt.Errorf("otelqueue: bucket boundaries must increase strictly, but %v follows %v", b, c.buckets[i-1])
+		}
+	}
+	if len(c.buckets) == 0 {
+		return errors.New("otelqueue: WithExplicitBuckets needs at least one boundary")
+	}
+	return nil
+}
+
+// tracing reports whether spans are wanted at all: not with a no-op
+// TracerProvider, so that metrics-only users pay nothing for tracing.
+func (c *config) tracing() bool {
+	switch c.tracerProvider.(type) {
+	case noop.TracerProvider, *noop.TracerProvider:
+		return false
+	}
+	return true
+}
+
+// WithMeterProvider sets the MeterProvider; the global one by default.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(c *config) { c.meterProvider = mp })
+}
+
+// WithTracerProvider sets the TracerProvider; the global one by default.
+// A noop.TracerProvider turns tracing off: metrics are still recorded, with
+// no spans and no exemplars.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) { c.tracerProvider = tp })
+}
+
+// WithPropagators sets the propagators used to read and write trace context
+// on objects (see ContextFromAnnotations); the global ones by default.
+func WithPropagators(p propagation.TextMapPropagator) Option {
+	return optionFunc(func(c *config) { c.propagators = p })
+}
+
+// WithControllerName sets the "controller" attribute of every metric. By
+// default it is the queue name, as controller-runtime sets it.
+func WithControllerName(name string) Option {
+	return optionFunc(func(c *config) { c.controller = name })
+}
+
+// WithExplicitBuckets sets the bucket boundaries, in seconds, of the
+// queue-wait and work-duration histograms (DefaultBuckets by default). They
+// must be finite and strictly increasing; Instrument reports an error
+// otherwise. For exponential (Prometheus native) histograms, configure the
+// SDK with the views of package otelqueuesdk instead.
+func WithExplicitBuckets(bounds ...float64) Option {
+	b := append([]float64{}, bounds...)
+	return optionFunc(func(c *config) { c.buckets = b })
+}
+
+// WithEnqueuerAsParent makes each processing trace a child of the first span
+// context the key was enqueued from, instead of a new root that links to
+// every enqueue context. Keys enqueued without a span context still start a
+// new root. Use it when one writer's trace should contain the whole story;
+// the default (links) suits keys coalesced from many events.
+func WithEnqueuerAsParent() Option {
+	return optionFunc(func(c *config) { c.parentMode = true })
+}

@@ -1,0 +1,32 @@
+// Package otelqueue instruments controller work queues with OpenTelemetry.
+//
+// [Instrument] attaches to a [scheduler.Scheduler] in one call. From then on
+// every key that goes through the queue produces:
+//
+//   - one trace per processing attempt: a root span "process <queue name>"
+//     that links to the span contexts the key was enqueued from (every
+//     coalesced add, bounded) and, on a retry, to the previous attempt; under
+//     it a span named "queued" for the wait (earliest pending enqueue to
+//     dequeue) and a span named "reconcile" for the work (dequeue to Done),
+//     which is the parent of the reconciler's own spans;
+//   - the queue-wait and work-duration histograms, recorded inside those
+//     spans' contexts so that the SDK's trace-based exemplar filter links
+//     histogram buckets to the traces;
+//   - counters and gauges (depth, adds, retries, in-flight work, oldest
+//     pending item, ...) read from the scheduler's Stats at collection time,
+//     so the hot path pays for no other OpenTelemetry call.
+//
+// Through the OpenTelemetry Prometheus exporter the metrics carry
+// controller-runtime's names (workqueue_depth, workqueue_adds_total,
+// workqueue_queue_duration_seconds, ...) and its name and controller labels,
+// so existing dashboards keep working. See the README for the full table.
+//
+// [Runner] runs workers that reconcile keys from an instrumented queue, with
+// results, requeues, panics and graceful shutdown handled and measured.
+// [NewMetricsProvider] gives plain client-go queues (and controller-runtime's
+// priority queue) the same metrics, without traces or exemplars.
+//
+// The package uses the OpenTelemetry API only. By default it uses the global
+// MeterProvider, TracerProvider and TextMapPropagator; pass others with
+// [WithMeterProvider], [WithTracerProvider] and [WithPropagators].
+package otelqueue

@@ -1,0 +1,88 @@
+package otelqueue
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Instrumentation is the OpenTelemetry instrumentation of one scheduler,
+// returned by Instrument. Stop removes it.
+type Instrumentation struct {
+	reg      metric.Registration
+	detach   func()
+	stopOnce sync.Once
+}
+
+// Instrument attaches OpenTelemetry instrumentation to s: spans and
+// histograms for every key handed out (through s's Observer), and
+// observable counters and gauges read from s.Stats at collection time.
+//
+// s must be named (scheduler.Config.Name): the name becomes the "name"
+// attribute of every metric and of the spans. Install the instrumentation
+// before the queue is used. Errors in creating instruments go to otel.Handle
+// and leave the others working; Instrument itself fails only on a nil or
+// unnamed scheduler or an invalid option.
+func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instrumentation, error) {
+	if s == nil {
+		return nil, errors.New("otelqueue: Instrument needs a scheduler, got nil")
+	}
+	if s.Name() == "" {
+		return nil, errors.New("otelqueue: the scheduler has no name: set scheduler.Config.Name; it becomes the name attribute of every metric and span")
+	}
+	c := newConfig(opts)
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	in := newInstruments(&c)
+	attrs := queueAttrs(s.Name(), c.controller)
+	obs := newObserver[K](&c, in, s.Name(), attrs)
+	observe := metric.WithAttributeSet(attrs)
+
+	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := s.Stats()
+		o.ObserveInt64(in.depth, int64(st.Depth), observe)
+		o.ObserveInt64(in.delayed, int64(st.Delayed), observe)
+		o.ObserveInt64(in.adds, int64(st.Adds), observe)
+		o.ObserveInt64(in.retries, int64(st.Retries), observe)
+		o.ObserveInt64(in.coalesced, int64(st.Coalesced), observe)
+		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
+		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
+		o.ObserveFloat64(in.oldestPending, st.OldestPending.Seconds(), observe)
+		if rc := obs.runner.Load(); rc != nil {
+			rc.observe(o, in, attrs)
+		}
+		return nil
+	}, in.observables()...)
+	if err != nil {
+		otel.Handle(err)
+	}
+	s.SetObserver(obs)
+	return &Instrumentation{
+		reg: reg,
+		detach: func() {
+			if s.Observer() == scheduler.Observer[K](obs) {
+				s.SetObserver(nil)
+			}
+		},
+	}, nil
+}
+
+// Stop removes the instrumentation: the scheduler's Observer is uninstalled
+// and the observable instruments are no longer reported. It is safe to call
+// more than once.
+func (i *Instrumentation) Stop() error {
+	var err error
+	i.stopOnce.Do(func() {
+		i.detach()
+		if i.reg != nil {
+			err = i.reg.Unregister()
+		}
+	})
+	return err
+}

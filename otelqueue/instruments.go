@@ -1,0 +1,183 @@
+package otelqueue
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Metric instrument names. Through the OpenTelemetry Prometheus exporter they
+// become controller-runtime's series names (shown after each constant).
+const (
+	// MetricDepth: keys ready and waiting for a worker. workqueue_depth.
+	MetricDepth = "workqueue.depth"
+	// MetricAdds: keys that became pending. workqueue_adds_total.
+	MetricAdds = "workqueue.adds"
+	// MetricQueueDuration: how long a key waited, ready, for a worker.
+	// workqueue_queue_duration_seconds.
+	MetricQueueDuration = "workqueue.queue.duration"
+	// MetricWorkDuration: how long processing a key took.
+	// workqueue_work_duration_seconds.
+	MetricWorkDuration = "workqueue.work.duration"
+	// MetricUnfinishedWork: seconds of work in progress and not yet observed
+	// by the work duration. workqueue_unfinished_work_seconds.
+	MetricUnfinishedWork = "workqueue.unfinished_work"
+	// MetricLongestRunning: seconds the longest-running processing has run.
+	// workqueue_longest_running_processor_seconds.
+	MetricLongestRunning = "workqueue.longest_running_processor"
+	// MetricRetries: AddAfter and AddRateLimited calls.
+	// workqueue_retries_total.
+	MetricRetries = "workqueue.retries"
+
+	// MetricOldestPending: how long the oldest ready key has waited for a
+	// worker. workqueue_oldest_pending_item_seconds.
+	MetricOldestPending = "workqueue.oldest_pending_item"
+	// MetricDelayed: keys waiting for a delay, backoff or debounce window.
+	// workqueue_delayed.
+	MetricDelayed = "workqueue.delayed"
+	// MetricCoalesced: adds merged into a key that was already pending.
+	// workqueue_coalesced_total.
+	MetricCoalesced = "workqueue.coalesced"
+	// MetricActiveWorkers: workers of a Runner processing a key right now.
+	// workqueue_active_workers.
+	MetricActiveWorkers = "workqueue.active_workers"
+	// MetricReconcileResults: reconciles run by a Runner, by "result"
+	// (success, error, requeue, requeue_after, panic).
+	// workqueue_reconcile_results_total.
+	MetricReconcileResults = "workqueue.reconcile.results"
+)
+
+// Attribute keys.
+const (
+	// AttrName is the queue's name (metrics and spans), as controller-runtime's
+	// "name" label.
+	AttrName = attribute.Key("name")
+	// AttrController is the controller's name (metrics), as
+	// controller-runtime's "controller" label.
+	AttrController = attribute.Key("controller")
+	// AttrResult is the outcome of a reconcile (MetricReconcileResults and the
+	// reconcile span).
+	AttrResult = attribute.Key("result")
+
+	// Span attributes. Keys and other per-item data go on spans only, never
+	// on metrics.
+	AttrQueueName    = attribute.Key("workqueue.name")
+	AttrKey          = attribute.Key("workqueue.key")
+	AttrAttempt      = attribute.Key("workqueue.attempt")
+	AttrCoalesced    = attribute.Key("workqueue.coalesced")
+	AttrWaitReason   = attribute.Key("workqueue.wait_reason")
+	AttrDroppedLinks = attribute.Key("workqueue.links.dropped")
+	AttrLinkKind     = attribute.Key("workqueue.link")
+)
+
+// Values of AttrResult.
+const (
+	ResultSuccess      = "success"
+	ResultError        = "error"
+	ResultRequeue      = "requeue"
+	ResultRequeueAfter = "requeue_after"
+	ResultPanic        = "panic"
+)
+
+// instruments are the OpenTelemetry instruments of one meter. Every creation
+// error goes to otel.Handle and leaves a working no-op instrument in place.
+type instruments struct {
+	meter metric.Meter
+
+	queueDuration metric.Float64Histogram
+	workDuration  metric.Float64Histogram
+
+	depth          metric.Int64ObservableUpDownCounter
+	adds           metric.Int64ObservableCounter
+	retries        metric.Int64ObservableCounter
+	unfinished     metric.Float64ObservableGauge
+	longestRunning metric.Float64ObservableGauge
+	oldestPending  metric.Float64ObservableGauge
+	delayed        metric.Int64ObservableUpDownCounter
+	coalesced      metric.Int64ObservableCounter
+	activeWorkers  metric.Int64ObservableUpDownCounter
+	results        metric.Int64ObservableCounter
+}
+
+func newInstruments(c *config) *instruments {
+	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
+	in := &instruments{meter: m}
+	nm := noop.Meter{}
+	handle := func(err error) {
+		if err != nil {
+			otel.Handle(err)
+		}
+	}
+	var err error
+
+	in.queueDuration, err = m.Float64Histogram(MetricQueueDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("How long in seconds a key waits, ready, in the work queue before a worker takes it."),
+		metric.WithExplicitBucketBoundaries(c.buckets...))
+	if err != nil {
+		handle(err)
+		in.queueDuration, _ = nm.Float64Histogram(MetricQueueDuration)
+	}
+	in.workDuration, err = m.Float64Histogram(MetricWorkDuration,
+		metric.WithUnit("s"),
+		metric.WithDescription("How long in seconds processing a key from the work queue takes."),
+		metric.WithExplicitBucketBoundaries(c.buckets...))
+	if err != nil {
+		handle(err)
+		in.workDuration, _ = nm.Float64Histogram(MetricWorkDuration)
+	}
+
+	upDown := func(name, unit, desc string) metric.Int64ObservableUpDownCounter {
+		i, err := m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil {
+			handle(err)
+			i, _ = nm.Int64ObservableUpDownCounter(name)
+		}
+		return i
+	}
+	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
+		i, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil {
+			handle(err)
+			i, _ = nm.Int64ObservableCounter(name)
+		}
+		return i
+	}
+	gauge := func(name, desc string) metric.Float64ObservableGauge {
+		i, err := m.Float64ObservableGauge(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		if err != nil {
+			handle(err)
+			i, _ = nm.Float64ObservableGauge(name)
+		}
+		return i
+	}
+
+	in.depth = upDown(MetricDepth, "{item}", "Current number of keys ready and waiting for a worker.")
+	in.adds = counter(MetricAdds, "{item}", "Total number of keys that became pending in the work queue.")
+	in.retries = counter(MetricRetries, "{item}", "Total number of AddAfter and AddRateLimited calls.")
+	in.unfinished = gauge(MetricUnfinishedWork, "How many seconds of work are in progress and not yet observed by the work duration. Large values indicate stuck workers.")
+	in.longestRunning = gauge(MetricLongestRunning, "How many seconds the longest-running processing of the work queue has been running.")
+	in.oldestPending = gauge(MetricOldestPending, "How many seconds the oldest ready key has waited for a worker.")
+	in.delayed = upDown(MetricDelayed, "{item}", "Current number of keys waiting for a delay, rate-limiter backoff or debounce window.")
+	in.coalesced = counter(MetricCoalesced, "{item}", "Total number of adds merged into a key that was already pending.")
+	in.activeWorkers = upDown(MetricActiveWorkers, "{worker}", "Current number of workers processing a key.")
+	in.results = counter(MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
+	return in
+}
+
+// observables lists the asynchronous instruments for RegisterCallback.
+func (in *instruments) observables() []metric.Observable {
+	return []metric.Observable{
+		in.depth, in.adds, in.retries, in.unfinished, in.longestRunning,
+		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.results,
+	}
+}
+
+// queueAttrs returns the metric attributes of a queue.
+func queueAttrs(name, controller string) attribute.Set {
+	if controller == "" {
+		controller = name
+	}
+	return attribute.NewSet(AttrName.String(name), AttrController.String(controller))
+}

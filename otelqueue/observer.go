@@ -1,0 +1,185 @@
+package otelqueue
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Span names.
+const (
+	// SpanQueued is the name of the span that covers a key's wait, from its
+	// earliest pending enqueue to the dequeue.
+	SpanQueued = "queued"
+	// SpanReconcile is the name of the span that covers the work on a key,
+	// from the dequeue to Done. The reconciler's own spans are its children.
+	SpanReconcile = "reconcile"
+)
+
+// Link attribute values (AttrLinkKind) telling what a link of the root span
+// points to.
+var (
+	linkEnqueue  = []attribute.KeyValue{AttrLinkKind.String("enqueue")}
+	linkPrevious = []attribute.KeyValue{AttrLinkKind.String("previous_attempt")}
+)
+
+// observer implements scheduler.Observer with spans and the two histograms.
+type observer[K comparable] struct {
+	queue      string
+	tracer     trace.Tracer
+	tracing    bool
+	parentMode bool
+	rootName   string
+
+	queueDuration metric.Float64Histogram
+	workDuration  metric.Float64Histogram
+	record        []metric.RecordOption // the queue's attributes, prepared once
+
+	// runner holds the counters of the Runner working this queue, if any.
+	runner atomic.Pointer[runnerCounters]
+
+	startQueued    []trace.SpanStartOption
+	startReconcile []trace.SpanStartOption
+}
+
+// rootKey is the context key of the root span of an attempt, which Done ends.
+type rootKey struct{}
+
+func newObserver[K comparable](c *config, in *instruments, queue string, attrs attribute.Set) *observer[K] {
+	o := &observer[K]{
+		queue:         queue,
+		tracing:       c.tracing(),
+		parentMode:    c.parentMode,
+		rootName:      "process " + queue,
+		queueDuration: in.queueDuration,
+		workDuration:  in.workDuration,
+		record:        []metric.RecordOption{metric.WithAttributeSet(attrs)},
+	}
+	if o.tracing {
+		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
+	}
+	o.startQueued = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	o.startReconcile = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	return o
+}
+
+// Dequeued starts the attempt's trace and records the queue wait inside it.
+func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
+	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()
+	if !o.tracing {
+		o.queueDuration.Record(ctx, wait, o.record...)
+		return ctx
+	}
+
+	// The root span decides sampling, once per attempt, before anything
+	// else is paid for: an unsampled attempt starts no other span.
+	var opts [4]trace.SpanStartOption
+	n := 0
+	opts[n] = trace.WithTimestamp(it.EnqueuedAt)
+	n++
+	opts[n] = trace.WithSpanKind(trace.SpanKindConsumer)
+	n++
+	parent := ctx
+	switch {
+	case o.parentMode && it.Origin.IsValid():
+		parent = trace.ContextWithRemoteSpanContext(ctx, it.Origin)
+	case trace.SpanContextFromContext(ctx).IsValid():
+		opts[n] = trace.WithNewRoot()
+		n++
+	}
+	if links := o.links(it); len(links) > 0 {
+		opts[n] = trace.WithLinks(links...)
+		n++
+	}
+	rootCtx, root := o.tracer.Start(parent, o.rootName, opts[:n]...)
+	if !root.IsRecording() {
+		o.queueDuration.Record(rootCtx, wait, o.record...)
+		return rootCtx
+	}
+
+	key := keyString(it.Key)
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs,
+		AttrQueueName.String(o.queue),
+		AttrKey.String(key),
+		AttrAttempt.Int(it.Requeues+1),
+		AttrWaitReason.String(it.Reason.String()),
+		AttrCoalesced.Int(it.Coalesced),
+	)
+	if it.DroppedLinks > 0 {
+		attrs = append(attrs, AttrDroppedLinks.Int(it.DroppedLinks))
+	}
+	root.SetAttributes(attrs...)
+
+	queuedCtx, queued := o.tracer.Start(rootCtx, SpanQueued, append(o.startQueued, trace.WithTimestamp(it.EnqueuedAt))...)
+	queued.SetAttributes(attrs[3]) // wait reason
+	if it.ReadyAt.After(it.EnqueuedAt) {
+		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
+	}
+	o.queueDuration.Record(queuedCtx, wait, o.record...)
+	queued.End(trace.WithTimestamp(it.DequeuedAt))
+
+	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, append(o.startReconcile, trace.WithTimestamp(it.DequeuedAt))...)
+	reconcile.SetAttributes(attrs[0], attrs[1], attrs[2])
+	return context.WithValue(reconcileCtx, rootKey{}, root)
+}
+
+// links returns the links of an attempt's root span: the enqueue contexts
+// (unless one of them is the parent) and the previous attempt.
+func (o *observer[K]) links(it *scheduler.Item[K]) []trace.Link {
+	n := len(it.Links)
+	if it.Origin.IsValid() {
+		n++
+	}
+	if it.PreviousAttempt.IsValid() {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	links := make([]trace.Link, 0, n)
+	if it.Origin.IsValid() && !o.parentMode {
+		links = append(links, trace.Link{SpanContext: it.Origin, Attributes: linkEnqueue})
+	}
+	for _, sc := range it.Links {
+		links = append(links, trace.Link{SpanContext: sc, Attributes: linkEnqueue})
+	}
+	if it.PreviousAttempt.IsValid() {
+		links = append(links, trace.Link{SpanContext: it.PreviousAttempt, Attributes: linkPrevious})
+	}
+	return links
+}
+
+// Done records the work duration inside the reconcile span and ends the
+// attempt's spans.
+func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
+	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
+	if !o.tracing {
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.End(trace.WithTimestamp(ended))
+	}
+	if root, ok := ctx.Value(rootKey{}).(trace.Span); ok {
+		root.End(trace.WithTimestamp(ended))
+	}
+}
+
+// keyString renders a key for the span attribute.
+func keyString[K comparable](key K) string {
+	switch k := any(key).(type) {
+	case string:
+		return k
+	case fmt.Stringer:
+		return k.String()
+	default:
+		return fmt.Sprint(key)
+	}
+}

@@ -1,0 +1,198 @@
+package otelqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Result tells a Runner what to do with a key after a successful reconcile,
+// as controller-runtime's reconcile.Result does.
+type Result struct {
+	// Requeue asks for the key to be processed again after the rate
+	// limiter's backoff.
+	Requeue bool
+	// RequeueAfter, when positive, asks for the key to be processed again
+	// after this delay; it takes precedence over Requeue.
+	RequeueAfter time.Duration
+}
+
+// ReconcileFunc processes one key. ctx carries the "reconcile" span, so
+// spans started from it are its children. A returned error requeues the key
+// through the rate limiter; a panic is recovered and treated as an error.
+type ReconcileFunc[K comparable] func(ctx context.Context, key K) (Result, error)
+
+// Runner runs workers that take keys from a scheduler and reconcile them.
+// Create one with NewRunner and start it with Run.
+type Runner[K comparable] struct {
+	queue     *scheduler.Scheduler[K]
+	workers   int
+	reconcile ReconcileFunc[K]
+	counters  *runnerCounters
+}
+
+// RunnerStats are a Runner's numbers.
+type RunnerStats struct {
+	// ActiveWorkers is the number of workers processing a key right now.
+	ActiveWorkers int
+	// Results counts finished reconciles by outcome.
+	Success, Error, Requeue, RequeueAfter, Panic uint64
+}
+
+// runnerCounters are kept in atomics and read by the observable instruments
+// of the queue's Instrumentation at collection time.
+type runnerCounters struct {
+	active                                      atomic.Int64
+	success, errors, requeue, requeueAfter, pan atomic.Uint64
+
+	attrsOnce sync.Once
+	byResult  [5]metric.ObserveOption
+}
+
+func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attribute.Set) {
+	rc.attrsOnce.Do(func() {
+		for i, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter, ResultPanic} {
+			kvs := append(queue.ToSlice(), AttrResult.String(r))
+			rc.byResult[i] = metric.WithAttributeSet(attribute.NewSet(kvs...))
+		}
+	})
+	o.ObserveInt64(in.activeWorkers, rc.active.Load(), metric.WithAttributeSet(queue))
+	for i, c := range []*atomic.Uint64{&rc.success, &rc.errors, &rc.requeue, &rc.requeueAfter, &rc.pan} {
+		o.ObserveInt64(in.results, int64(c.Load()), rc.byResult[i])
+	}
+}
+
+// NewRunner returns a Runner with the given number of workers. If the queue
+// is instrumented (Instrument), the Runner's results and active workers are
+// reported with the queue's metrics. It fails when queue or reconcile is nil
+// or workers is less than 1.
+func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K]) (*Runner[K], error) {
+	var errs []error
+	if queue == nil {
+		errs = append(errs, errors.New("otelqueue: NewRunner needs a scheduler, got nil"))
+	}
+	if workers < 1 {
+		errs = append(errs, fmt.Errorf("otelqueue: NewRunner needs at least 1 worker, got %d", workers))
+	}
+	if reconcile == nil {
+		errs = append(errs, errors.New("otelqueue: NewRunner needs a reconcile function, got nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r := &Runner[K]{queue: queue, workers: workers, reconcile: reconcile, counters: new(runnerCounters)}
+	if o, ok := queue.Observer().(*observer[K]); ok {
+		o.runner.Store(r.counters)
+	}
+	return r, nil
+}
+
+// Stats returns the Runner's numbers.
+func (r *Runner[K]) Stats() RunnerStats {
+	c := r.counters
+	return RunnerStats{
+		ActiveWorkers: int(c.active.Load()),
+		Success:       c.success.Load(),
+		Error:         c.errors.Load(),
+		Requeue:       c.requeue.Load(),
+		RequeueAfter:  c.requeueAfter.Load(),
+		Panic:         c.pan.Load(),
+	}
+}
+
+// Run starts the workers and blocks until ctx is done. Then it stops taking
+// keys, waits for every reconcile in flight to return (their ctx, derived
+// from ctx, is cancelled too) and shuts the queue down, as a
+// controller-runtime controller does. It returns nil after a graceful stop.
+func (r *Runner[K]) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range r.workers {
+		wg.Go(func() { r.work(ctx) })
+	}
+	wg.Wait()
+	r.queue.ShutDownWithDrain()
+	return nil
+}
+
+func (r *Runner[K]) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		it, err := r.queue.GetContext(ctx)
+		if err != nil {
+			return
+		}
+		r.process(&it)
+	}
+}
+
+// process reconciles one item; status, metrics and the queue's bookkeeping
+// are finalised in one deferred function, whether the reconcile returned or
+// panicked.
+func (r *Runner[K]) process(it *scheduler.Item[K]) {
+	ctx := it.Context()
+	c := r.counters
+	c.active.Add(1)
+	var (
+		res      Result
+		err      error
+		panicked = true
+	)
+	defer func() {
+		outcome := ResultSuccess
+		if panicked {
+			p := recover()
+			err = fmt.Errorf("otelqueue: reconcile of %v panicked: %v", it.Key, p)
+			span := trace.SpanFromContext(ctx)
+			span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(debug.Stack()))))
+			outcome = ResultPanic
+		}
+		span := trace.SpanFromContext(ctx)
+		switch {
+		case err != nil:
+			if !panicked {
+				outcome = ResultError
+				span.RecordError(err)
+			}
+			span.SetStatus(codes.Error, err.Error())
+			r.queue.AddRateLimited(it.Key)
+		case res.RequeueAfter > 0:
+			outcome = ResultRequeueAfter
+			r.queue.Forget(it.Key)
+			r.queue.AddAfter(it.Key, res.RequeueAfter)
+		case res.Requeue:
+			outcome = ResultRequeue
+			r.queue.AddRateLimited(it.Key)
+		default:
+			r.queue.Forget(it.Key)
+		}
+		if span.IsRecording() {
+			span.SetAttributes(AttrResult.String(outcome))
+		}
+		switch outcome {
+		case ResultSuccess:
+			c.success.Add(1)
+		case ResultError:
+			c.errors.Add(1)
+		case ResultRequeue:
+			c.requeue.Add(1)
+		case ResultRequeueAfter:
+			c.requeueAfter.Add(1)
+		case ResultPanic:
+			c.pan.Add(1)
+		}
+		c.active.Add(-1)
+		r.queue.Done(it.Key)
+	}()
+	res, err = r.reconcile(ctx, it.Key)
+	panicked = false
+}
