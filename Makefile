@@ -3,7 +3,7 @@
 #   make test    unit tests of every module with -race, the fuzz seeds plus a
 #                short fuzz run, and the end-to-end suite (e2e/)
 #   make bench   the bench/ module, several -count runs, a benchstat table
-#   make demo    the example (see README)
+#   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
 
 GO        ?= go
 FUZZTIME  ?= 20s
@@ -34,5 +34,6 @@ bench:
 	cd bench && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) . | tee results/bench.txt
 	cd bench && $(GO) run ./cmd/ratios results/bench.txt
 
+# The example controller on its embedded fake cluster, until Ctrl-C.
 demo:
-	$(GO) test ./scheduler -run '^Example' -v
+	$(GO) run ./example/app $(ARGS)
