@@ -44,9 +44,6 @@ type observer[K comparable] struct {
 
 	// runner holds the counters of the Runner working this queue, if any.
 	runner atomic.Pointer[runnerCounters]
-
-	startQueued    []trace.SpanStartOption
-	startReconcile []trace.SpanStartOption
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -65,8 +62,6 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
 	}
-	o.startQueued = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
-	o.startReconcile = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 	return o
 }
 
@@ -118,7 +113,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	}
 	root.SetAttributes(attrs...)
 
-	queuedCtx, queued := o.tracer.Start(rootCtx, SpanQueued, append(o.startQueued, trace.WithTimestamp(it.EnqueuedAt))...)
+	queuedCtx, queued := o.tracer.Start(rootCtx, SpanQueued, trace.WithTimestamp(it.EnqueuedAt))
 	queued.SetAttributes(attrs[3]) // wait reason
 	if it.ReadyAt.After(it.EnqueuedAt) {
 		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
@@ -126,7 +121,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	o.queueDuration.Record(queuedCtx, wait, o.record...)
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
-	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, append(o.startReconcile, trace.WithTimestamp(it.DequeuedAt))...)
+	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(attrs[0], attrs[1], attrs[2])
 	return context.WithValue(reconcileCtx, rootKey{}, root)
 }
