@@ -51,6 +51,12 @@ func newConfig(opts []Option) config {
 			o.apply(&c)
 		}
 	}
+	c.setDefaults()
+	return c
+}
+
+// setDefaults fills what no option set.
+func (c *config) setDefaults() {
 	if c.meterProvider == nil {
 		c.meterProvider = otel.GetMeterProvider()
 	}
@@ -63,7 +69,6 @@ func newConfig(opts []Option) config {
 	if c.buckets == nil {
 		c.buckets = DefaultBuckets
 	}
-	return c
 }
 
 // validate reports options that cannot be used as given.

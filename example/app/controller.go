@@ -46,6 +46,7 @@ type controller struct {
 	client kubernetes.Interface
 	lister listersv1.ConfigMapLister
 	queue  *scheduler.Scheduler[string]
+	tp     *otelqueue.TraceparentReader
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -81,7 +82,7 @@ func runController(ctx context.Context, cfg config, tel *telemetry) error {
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.namespace))
 	inf := factory.Core().V1().ConfigMaps()
-	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, rng: rand.New(rand.NewPCG(1, 2))}
+	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: otelqueue.NewTraceparentReader(), rng: rand.New(rand.NewPCG(1, 2))}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(old, obj any) { c.enqueueIfChanged(old, obj) },
@@ -138,19 +139,20 @@ func runController(ctx context.Context, cfg config, tel *telemetry) error {
 	return err
 }
 
-// enqueue adds the object's key, inside a short span for the event so that
-// the attempt's trace links back to it.
+// enqueue adds the object's key with the trace context its writer left in
+// the tracing.k8s.io/traceparent annotation, so that the attempt's trace
+// links to the write that caused it.
 func (c *controller) enqueue(obj any) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		log.Printf("cannot key %T: %v", obj, err)
 		return
 	}
-	ctx, span := tracer.Start(context.Background(), "configmap event",
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attribute.String("k8s.configmap.key", key)))
+	ctx := context.Background()
+	if o, ok := obj.(otelqueue.Annotated); ok {
+		ctx = c.tp.ContextWith(ctx, o)
+	}
 	c.queue.AddContext(ctx, key)
-	span.End()
 }
 
 // enqueueIfChanged ignores updates that only carry the controller's own
@@ -288,6 +290,7 @@ func (w *workload) update(ctx context.Context, i int) {
 		cm.Data = map[string]string{}
 	}
 	cm.Data[versionKey] = strconv.Itoa(w.n)
+	otelqueue.InjectTraceparent(ctx, cm) // the reconcile this write causes links here
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
 		log.Printf("workload: %v", err)
 	}
