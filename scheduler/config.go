@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -94,7 +95,10 @@ func (c Config[K]) settings() settings {
 		s.debounce = int64(c.Debounce)
 		switch {
 		case c.DebounceMaxWait == 0:
-			s.debounceMaxWait = 10 * s.debounce
+			s.debounceMaxWait = math.MaxInt64 // 10 × Debounce, saturated
+			if s.debounce <= math.MaxInt64/10 {
+				s.debounceMaxWait = 10 * s.debounce
+			}
 		case c.DebounceMaxWait < c.Debounce:
 			s.debounceMaxWait = s.debounce
 		default:

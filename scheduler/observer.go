@@ -18,7 +18,8 @@ type Observer[K comparable] interface {
 	// item left the queue and before Get or GetContext returns. ctx is the
 	// context given to GetContext (context.Background for Get). The context it
 	// returns is the one the item is processed in: it is available as
-	// Item.Context and is passed back to Done. It must not return nil.
+	// Item.Context and is passed back to Done. It must not return nil, and
+	// must not keep item after it returns: the scheduler reuses it.
 	Dequeued(ctx context.Context, item *Item[K]) context.Context
 
 	// Done is called once for every item handed out, when the worker calls

@@ -48,6 +48,7 @@ type Scheduler[K comparable] struct {
 	}
 	freeEntries []*entry[K]
 	freeProcs   []*proc
+	freeItems   []*Item[K]
 
 	adds, retries, coalesced uint64
 
@@ -123,6 +124,15 @@ func (s *Scheduler[K]) Observer() Observer[K] {
 func (s *Scheduler[K]) now() int64 { return int64(s.clock.Since(s.base)) }
 
 func (s *Scheduler[K]) at(t int64) time.Time { return s.base.Add(time.Duration(t)) }
+
+// addSat returns t+d saturated at never, instead of wrapping around into the
+// past for a delay beyond the clock's range.
+func addSat(t, d int64) int64 {
+	if d > 0 && t > never-d {
+		return never
+	}
+	return t + d
+}
 
 // Add marks key as needing processing, at once (or after the debounce
 // window, see Config.Debounce). Adds after ShutDown are ignored.
@@ -215,9 +225,9 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	case debounce:
 		reason = WaitDebounced
 	case !immediate && kind == addRateLimited:
-		reason, target = WaitRateLimited, now+int64(delay)
+		reason, target = WaitRateLimited, addSat(now, int64(delay))
 	case !immediate:
-		reason, target = WaitDelayed, now+int64(delay)
+		reason, target = WaitDelayed, addSat(now, int64(delay))
 	}
 
 	e, ok := s.entries[key]
@@ -234,10 +244,10 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 		e.coalesced = 0
 		if s.set.debounce > 0 {
 			x := e.extras()
-			x.deadline, x.hasDeadline = now+s.set.debounceMaxWait, true
+			x.deadline, x.hasDeadline = addSat(now, s.set.debounceMaxWait), true
 		}
 		if debounce {
-			target = min(now+s.set.debounce, e.x.deadline)
+			target = min(addSat(now, s.set.debounce), e.x.deadline)
 			e.debounced = true
 		} else if !immediate && e.x != nil && e.x.hasDeadline {
 			e.x.deadline = min(e.x.deadline, target)
@@ -290,7 +300,7 @@ func (s *Scheduler[K]) moveLocked(e *entry[K], target int64, reason WaitReason, 
 	old := e.readyAt
 	switch {
 	case debounce:
-		t := min(now+s.set.debounce, e.x.deadline)
+		t := min(addSat(now, s.set.debounce), e.x.deadline)
 		if e.debounced || t < e.readyAt {
 			e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
 		}
@@ -462,22 +472,49 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	s.inflight.startSum += p.started
 	e.proc = p
 
+	if obs != nil {
+		return s.observeLocked(ctx, obs, e, p, wall), nil
+	}
 	it.Key = e.key
-	if obs != nil || full {
+	if full {
 		s.fillItem(&it, e, p.started, wall)
 	}
 	s.resetRun(e)
 	s.publishLocked()
 	s.mu.Unlock()
-
 	it.ctx = ctx
-	if obs != nil {
-		it.ctx = obs.Dequeued(ctx, &it)
-		// Only this worker and, after it, whoever it hands the key to touch
-		// p until Done, so no lock is needed.
-		p.ctx = it.ctx
-	}
 	return it, nil
+}
+
+// observeLocked hands the item just taken to the Observer and unlocks. The
+// Item the Observer sees is recycled (it must not keep it), so that neither
+// path of get allocates one.
+func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc, wall time.Time) Item[K] {
+	var itp *Item[K]
+	if n := len(s.freeItems); n > 0 {
+		itp = s.freeItems[n-1]
+		s.freeItems = s.freeItems[:n-1]
+	} else {
+		itp = new(Item[K])
+	}
+	itp.Key = e.key
+	s.fillItem(itp, e, p.started, wall)
+	s.resetRun(e)
+	s.publishLocked()
+	s.mu.Unlock()
+
+	itp.ctx = obs.Dequeued(ctx, itp)
+	it := *itp
+	*itp = Item[K]{}
+	// Under the lock: AddRateLimited of this key, from any goroutine, reads
+	// p.ctx for Item.PreviousAttempt.
+	s.mu.Lock()
+	p.ctx = it.ctx
+	if len(s.freeItems) < maxFree {
+		s.freeItems = append(s.freeItems, itp)
+	}
+	s.mu.Unlock()
+	return it
 }
 
 // waitReadyLocked waits until a key is ready, the queue is shut down with
