@@ -213,7 +213,7 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	var now int64
 	if s.timed || !immediate {
 		now = s.now()
-		if len(s.delayed) > 0 && s.delayed[0].readyAt <= now {
+		if len(s.delayed) > 0 && s.delayed[0].at <= now {
 			s.promoteLocked(now)
 		}
 	}
@@ -345,7 +345,7 @@ func (s *Scheduler[K]) armLocked(t int64) {
 // ready FIFO, in ready-time order.
 func (s *Scheduler[K]) promoteLocked(now int64) {
 	n := 0
-	for len(s.delayed) > 0 && s.delayed[0].readyAt <= now {
+	for len(s.delayed) > 0 && s.delayed[0].at <= now {
 		e := s.delayed.remove(0)
 		e.place = inReady
 		s.ready.push(e)
@@ -379,7 +379,7 @@ func (s *Scheduler[K]) delayLoop() {
 			now := s.now()
 			s.promoteLocked(now)
 			if len(s.delayed) > 0 {
-				s.armed = s.delayed[0].readyAt
+				s.armed = s.delayed[0].at
 				wait = time.Duration(s.armed - now)
 			}
 			s.publishLocked()
@@ -528,7 +528,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 	}()
 	for {
 		if len(s.delayed) > 0 {
-			if now := s.now(); s.delayed[0].readyAt <= now {
+			if now := s.now(); s.delayed[0].at <= now {
 				s.promoteLocked(now)
 			}
 		}

@@ -43,75 +43,89 @@ func (q *fifo[K]) grow() {
 	q.buf, q.head = buf, 0
 }
 
-// delayHeap is a binary min-heap of delayed entries ordered by ready time;
-// each entry knows its index, so a ready time can move in O(log n).
-type delayHeap[K comparable] []*entry[K]
+// delayHeap is a 4-ary min-heap of delayed entries ordered by ready time.
+// Each node keeps its entry's ready time inline, so comparisons never leave
+// the heap's array, and four siblings share a cache line; each entry knows
+// its index, so a ready time can move, or an entry leave, in O(log n).
+type delayHeap[K comparable] []heapNode[K]
 
-func (h delayHeap[K]) less(i, j int) bool { return h[i].readyAt < h[j].readyAt }
+type heapNode[K comparable] struct {
+	at int64 // == e.readyAt
+	e  *entry[K]
+}
 
-func (h delayHeap[K]) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = int32(i)
-	h[j].heapIdx = int32(j)
+const heapArity = 4
+
+func (h delayHeap[K]) set(i int, n heapNode[K]) {
+	h[i] = n
+	n.e.heapIdx = int32(i)
 }
 
 func (h *delayHeap[K]) push(e *entry[K]) {
-	e.heapIdx = int32(len(*h))
-	*h = append(*h, e)
-	h.up(len(*h) - 1)
+	*h = append(*h, heapNode[K]{at: e.readyAt, e: e})
+	h.up(len(*h)-1, (*h)[len(*h)-1])
 }
 
 // remove takes out the entry at index i.
 func (h *delayHeap[K]) remove(i int) *entry[K] {
 	old := *h
-	n := len(old) - 1
-	if i != n {
-		old.swap(i, n)
-		if !old.down(i, n) {
-			old.up(i)
+	last := len(old) - 1
+	e := old[i].e
+	n := old[last]
+	old[last] = heapNode[K]{}
+	*h = old[:last]
+	if i != last {
+		if !h.down(i, n) {
+			h.up(i, n)
 		}
 	}
-	e := old[n]
-	old[n] = nil
-	*h = old[:n]
 	e.heapIdx = -1
 	return e
 }
 
-// fix restores the order after the ready time at index i changed.
+// fix restores the order after the ready time of the entry at index i
+// changed.
 func (h delayHeap[K]) fix(i int) {
-	if !h.down(i, len(h)) {
-		h.up(i)
+	n := heapNode[K]{at: h[i].e.readyAt, e: h[i].e}
+	if !h.down(i, n) {
+		h.up(i, n)
 	}
 }
 
-func (h delayHeap[K]) up(j int) {
+// up places n at index j or above, moving larger parents down.
+func (h delayHeap[K]) up(j int, n heapNode[K]) {
 	for j > 0 {
-		i := (j - 1) / 2
-		if !h.less(j, i) {
+		p := (j - 1) / heapArity
+		if h[p].at <= n.at {
 			break
 		}
-		h.swap(i, j)
-		j = i
+		h.set(j, h[p])
+		j = p
 	}
+	h.set(j, n)
 }
 
-func (h delayHeap[K]) down(i0, n int) bool {
-	i := i0
+// down places n at index i or below, moving smaller children up; it reports
+// whether n moved.
+func (h delayHeap[K]) down(i int, n heapNode[K]) bool {
+	i0 := i
 	for {
-		j1 := 2*i + 1
-		if j1 >= n || j1 < 0 {
+		first := heapArity*i + 1
+		if first >= len(h) {
 			break
 		}
-		j := j1
-		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
-			j = j2
+		m := first
+		for c := first + 1; c < first+heapArity && c < len(h); c++ {
+			if h[c].at < h[m].at {
+				m = c
+			}
 		}
-		if !h.less(j, i) {
+		if h[m].at >= n.at {
 			break
 		}
-		h.swap(i, j)
-		i = j
+		h.set(i, h[m])
+		i = m
 	}
+	h.set(i, n)
 	return i > i0
 }
