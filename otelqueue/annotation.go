@@ -35,8 +35,9 @@ const traceparentHeader = "traceparent"
 // InjectTraceparent writes the span context of ctx into obj's
 // TraceparentAnnotation, formatted by the configured propagators (the
 // global ones by default, see WithPropagators), before obj is written to the
-// API server. It reports whether it wrote one: ctx must carry a valid span
-// context and the propagators must produce a traceparent.
+// API server; when they produce no traceparent (the global default, before
+// otel.SetTextMapPropagator, produces none) W3C trace context is used. It
+// reports whether it wrote one: ctx must carry a valid span context.
 func InjectTraceparent(ctx context.Context, obj Annotated, opts ...Option) bool {
 	if obj == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return false
@@ -45,6 +46,12 @@ func InjectTraceparent(ctx context.Context, obj Annotated, opts ...Option) bool 
 	carrier := propagation.MapCarrier{}
 	c.propagators.Inject(ctx, carrier)
 	v := carrier[traceparentHeader]
+	if v == "" {
+		// The configured propagators write no traceparent (the global
+		// default writes nothing): the annotation is W3C trace context.
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		v = carrier[traceparentHeader]
+	}
 	if v == "" {
 		return false
 	}
@@ -142,8 +149,13 @@ func (r *TraceparentReader) SpanContext(obj Annotated) trace.SpanContext {
 		r.invalid.Add(1)
 		return trace.SpanContext{}
 	}
-	ctx := r.props.Extract(context.Background(), propagation.MapCarrier{traceparentHeader: v})
-	sc := trace.SpanContextFromContext(ctx)
+	carrier := propagation.MapCarrier{traceparentHeader: v}
+	sc := trace.SpanContextFromContext(r.props.Extract(context.Background(), carrier))
+	if !sc.IsValid() {
+		// As InjectTraceparent: W3C trace context when the configured
+		// propagators read none.
+		sc = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	}
 	if !sc.IsValid() {
 		r.invalid.Add(1)
 		return trace.SpanContext{}

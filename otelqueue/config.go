@@ -135,7 +135,10 @@ func WithExplicitBuckets(bounds ...float64) Option {
 // context the key was enqueued from, instead of a new root that links to
 // every enqueue context. Keys enqueued without a span context still start a
 // new root. Use it when one writer's trace should contain the whole story;
-// the default (links) suits keys coalesced from many events.
+// the default (links) suits keys coalesced from many events. The root starts
+// at the earliest pending enqueue: when an add without a span context came
+// before the first one with one, the root starts before its parent, which
+// trace viewers may flag as clock skew.
 func WithEnqueuerAsParent() Option {
 	return optionFunc(func(c *config) { c.parentMode = true })
 }

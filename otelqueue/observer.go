@@ -69,7 +69,9 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
 	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()
 	if !o.tracing {
-		o.queueDuration.Record(ctx, wait, o.record...)
+		// Not in ctx: a span the worker's context carries must not become
+		// an exemplar when tracing is off.
+		o.queueDuration.Record(context.Background(), wait, o.record...)
 		return ctx
 	}
 
@@ -155,10 +157,11 @@ func (o *observer[K]) links(it *scheduler.Item[K]) []trace.Link {
 // Done records the work duration inside the reconcile span and ends the
 // attempt's spans.
 func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
-	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
 	if !o.tracing {
+		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...) // see Dequeued
 		return
 	}
+	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.End(trace.WithTimestamp(ended))
 	}

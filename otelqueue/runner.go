@@ -111,10 +111,12 @@ func (r *Runner[K]) Stats() RunnerStats {
 	}
 }
 
-// Run starts the workers and blocks until ctx is done. Then it stops taking
-// keys, waits for every reconcile in flight to return (their ctx, derived
-// from ctx, is cancelled too) and shuts the queue down, as a
-// controller-runtime controller does. It returns nil after a graceful stop.
+// Run starts the workers and blocks until ctx is done. Then its workers stop
+// taking keys (one that wakes for a key at that very moment may still take
+// it; its reconcile sees the cancelled ctx), Run waits for every reconcile in
+// flight to return (their ctx, derived from ctx, is cancelled too) and shuts
+// the queue down, as a controller-runtime controller does. It returns nil
+// after a graceful stop.
 func (r *Runner[K]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range r.workers {

@@ -432,7 +432,8 @@ func (s *Scheduler[K]) Get() (key K, shutdown bool) {
 
 // GetContext is Get for workers that want the whole Item: it blocks until a
 // key is ready, ctx is done (it returns ctx.Err()), or the queue is shut down
-// with no ready key left (it returns ErrShutDown). Process the key in
+// with no ready key left (it returns ErrShutDown). A ready key is handed out
+// even when ctx is already done, so GetContext with a done ctx never blocks. Process the key in
 // item.Context() and call Done with item.Key when finished.
 func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
 	return s.get(ctx, true)

@@ -1,0 +1,212 @@
+package otelqueue_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/otelqueuesdk"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Instrument a named scheduler with SDK providers. An event handler enqueues
+// a key from its span; the worker's reconcile runs in the "reconcile" span of
+// the attempt's trace, next to the "queued" span of its wait.
+func ExampleInstrument() {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader() // in a program: a PeriodicReader or the Prometheus exporter
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(ctx)
+	spans := tracetest.NewSpanRecorder() // in a program: sdktrace.WithBatcher(exporter)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(ctx)
+
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
+	defer queue.ShutDown()
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer inst.Stop()
+
+	// An event handler enqueues a key within its span...
+	handlerCtx, handler := tp.Tracer("handler").Start(ctx, "handle event")
+	queue.AddContext(handlerCtx, "default/web")
+	handler.End()
+
+	// ...and a worker reconciles it in the item's context.
+	item, err := queue.GetContext(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, span := tp.Tracer("reconciler").Start(item.Context(), "update status")
+	span.End()
+	queue.Done(item.Key)
+
+	for _, s := range spans.Ended() {
+		fmt.Println("span:", s.Name())
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		log.Fatal(err)
+	}
+	var names []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			names = append(names, m.Name)
+		}
+	}
+	slices.Sort(names)
+	fmt.Println("metrics:", strings.Join(names, " "))
+	// Output:
+	// span: handle event
+	// span: queued
+	// span: update status
+	// span: reconcile
+	// span: process deployments
+	// metrics: workqueue.adds workqueue.coalesced workqueue.delayed workqueue.depth workqueue.longest_running_processor workqueue.oldest_pending_item workqueue.queue.duration workqueue.retries workqueue.unfinished_work workqueue.work.duration
+}
+
+// Run two workers on an instrumented queue until the context is cancelled.
+// A returned error requeues the key through the rate limiter; Result asks
+// for a requeue without an error.
+func ExampleRunner_Run() {
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
+	if _, err := otelqueue.Instrument(queue); err != nil { // the global providers
+		log.Fatal(err)
+	}
+
+	var (
+		mu   sync.Mutex
+		done []string
+	)
+	finished := make(chan struct{})
+	runner, err := otelqueue.NewRunner(queue, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
+		// ctx carries the "reconcile" span: start the reconciler's spans from it.
+		mu.Lock()
+		done = append(done, key)
+		mu.Unlock()
+		finished <- struct{}{}
+		return otelqueue.Result{}, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, k := range []string{"default/web", "default/db", "kube-system/dns"} {
+		queue.Add(k)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- runner.Run(ctx) }()
+	for range 3 {
+		<-finished
+	}
+	cancel()                          // Run stops taking keys, waits for the reconciles in flight,
+	if err := <-stopped; err != nil { // and shuts the queue down.
+		log.Fatal(err)
+	}
+
+	slices.Sort(done)
+	fmt.Println(strings.Join(done, "\n"))
+	fmt.Printf("%+v\n", runner.Stats())
+	// Output:
+	// default/db
+	// default/web
+	// kube-system/dns
+	// {ActiveWorkers:0 Success:3 Error:0 Requeue:0 RequeueAfter:0 Panic:0}
+}
+
+// Serve the queue metrics to Prometheus under controller-runtime's names
+// through the OpenTelemetry Prometheus exporter. WithoutScopeInfo leaves
+// exactly controller-runtime's labels (name and controller); OpenMetrics
+// (EnableOpenMetrics) is needed for exemplars.
+func Example_prometheus() {
+	ctx := context.Background()
+	registry := prometheus.NewRegistry() // or prometheus.DefaultRegisterer, or controller-runtime's metrics.Registry
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
+	if err != nil {
+		log.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	defer mp.Shutdown(ctx)
+
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
+	defer queue.ShutDown()
+	if _, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp)); err != nil {
+		log.Fatal(err)
+	}
+	queue.Add("default/web")
+
+	// In a program: http.Handle("/metrics", promhttp.HandlerFor(...)).
+	srv := httptest.NewServer(promhttp.HandlerFor(registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "workqueue_depth") || strings.HasPrefix(line, "workqueue_adds_total") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// workqueue_adds_total{controller="deployments",name="deployments"} 1
+	// workqueue_depth{controller="deployments",name="deployments"} 1
+}
+
+// Export traces and metrics over OTLP gRPC, as to an OpenTelemetry Collector.
+// The exporters connect lazily: constructing them needs no server. The
+// sampler keeps a queue item's trace whenever the change that enqueued it
+// was sampled, and the views make the two histograms exponential
+// (Prometheus native histograms).
+func Example_otlp() {
+	ctx := context.Background()
+	traces, err := otlptracegrpc.New(ctx,
+		otlptracegrpc.WithEndpoint("localhost:4317"), // default; OTEL_EXPORTER_OTLP_ENDPOINT overrides
+		otlptracegrpc.WithInsecure())
+	if err != nil {
+		log.Fatal(err)
+	}
+	metrics, err := otlpmetricgrpc.New(ctx,
+		otlpmetricgrpc.WithEndpoint("localhost:4317"),
+		otlpmetricgrpc.WithInsecure())
+	if err != nil {
+		log.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(traces),
+		sdktrace.WithSampler(otelqueuesdk.LinkSampled(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))))
+	defer tp.Shutdown(ctx) // flushes
+	mp := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)),
+		sdkmetric.WithView(otelqueuesdk.ExponentialHistograms(0)...))
+	defer mp.Shutdown(ctx) // flushes
+	// Or otel.SetTracerProvider(tp) and otel.SetMeterProvider(mp), and no options.
+
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
+	defer queue.ShutDown()
+	if _, err := otelqueue.Instrument(queue, otelqueue.WithTracerProvider(tp), otelqueue.WithMeterProvider(mp)); err != nil {
+		log.Fatal(err)
+	}
+	// ... start informers that call queue.AddContext, and a Runner.
+}

@@ -1,0 +1,473 @@
+package otelqueue_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+func TestMain(m *testing.M) {
+	otel.SetErrorHandler(otelErrors)
+	goleak.VerifyTestMain(m)
+}
+
+// otelErrors keeps what reaches otel.Handle, for the tests that expect an
+// error there and for noErrors to check that the others had none. Tests in
+// this package do not run in parallel.
+var otelErrors = new(errorRecorder)
+
+type errorRecorder struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (r *errorRecorder) Handle(err error) {
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+}
+
+// take returns the errors handled since the last take.
+func (r *errorRecorder) take() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := r.errs
+	r.errs = nil
+	return errs
+}
+
+// noErrors makes the test fail, when it ends, if anything reached
+// otel.Handle that the test did not take.
+func noErrors(t testing.TB) {
+	otelErrors.take()
+	t.Cleanup(func() {
+		if errs := otelErrors.take(); len(errs) > 0 {
+			t.Errorf("otel.Handle got %v", errs)
+		}
+	})
+}
+
+// t0 is the fake clock's start in every test.
+var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+// queueName is the name of the scheduler of every test.
+const queueName = "orders"
+
+// queueAttrs are the metric attributes of the "orders" queue.
+var queueAttrs = attribute.NewSet(
+	otelqueue.AttrName.String(queueName),
+	otelqueue.AttrController.String(queueName),
+)
+
+// env is a scheduler on a fake clock, instrumented with the real SDK: a
+// MeterProvider with a ManualReader and, unless tracing is off, a
+// TracerProvider whose spans a SpanRecorder keeps.
+type env struct {
+	clock  *testingclock.FakeClock
+	reader *sdkmetric.ManualReader
+	mp     *sdkmetric.MeterProvider
+	sr     *tracetest.SpanRecorder
+	tp     trace.TracerProvider
+	q      *scheduler.Scheduler[string]
+	inst   *otelqueue.Instrumentation
+}
+
+type envConfig struct {
+	// sched is the scheduler's Config; Name defaults to queueName, Clock to
+	// the env's fake clock, RateLimiter to expLimiter(time.Second, time.Minute).
+	sched scheduler.Config[string]
+	// sampler of the TracerProvider; sdktrace.AlwaysSample by default.
+	sampler sdktrace.Sampler
+	// noTracing uses a no-op TracerProvider instead of the SDK's.
+	noTracing bool
+	// opts are passed to Instrument after the providers.
+	opts []otelqueue.Option
+	// reader, when set, is a second Reader of the MeterProvider (such as
+	// the Prometheus exporter).
+	reader sdkmetric.Reader
+}
+
+func newEnv(t testing.TB, c envConfig) *env {
+	t.Helper()
+	noErrors(t)
+	e := &env{clock: testingclock.NewFakeClock(t0), reader: sdkmetric.NewManualReader()}
+	mpOpts := []sdkmetric.Option{sdkmetric.WithReader(e.reader)}
+	if c.reader != nil {
+		mpOpts = append(mpOpts, sdkmetric.WithReader(c.reader))
+	}
+	e.mp = sdkmetric.NewMeterProvider(mpOpts...)
+	t.Cleanup(func() { _ = e.mp.Shutdown(context.Background()) })
+	if c.noTracing {
+		e.tp = tracenoop.NewTracerProvider()
+	} else {
+		if c.sampler == nil {
+			c.sampler = sdktrace.AlwaysSample()
+		}
+		e.sr = tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(c.sampler), sdktrace.WithSpanProcessor(e.sr))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		e.tp = tp
+	}
+	cfg := c.sched
+	if cfg.Name == "" {
+		cfg.Name = queueName
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = e.clock
+	}
+	if cfg.RateLimiter == nil {
+		cfg.RateLimiter = expLimiter(time.Second, time.Minute)
+	}
+	e.q = scheduler.New(cfg)
+	t.Cleanup(e.q.ShutDown)
+	opts := append([]otelqueue.Option{otelqueue.WithMeterProvider(e.mp), otelqueue.WithTracerProvider(e.tp)}, c.opts...)
+	inst, err := otelqueue.Instrument(e.q, opts...)
+	if err != nil {
+		t.Fatalf("Instrument: %v", err)
+	}
+	t.Cleanup(func() { _ = inst.Stop() })
+	e.inst = inst
+	return e
+}
+
+// expLimiter is a rate limiter whose delays depend on nothing but the
+// failure count: base, 2×base, 4×base, ... up to max.
+func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
+}
+
+// step advances the fake clock and then promotes the keys whose delay ended
+// (Len does), so that no test depends on when the delay loop's goroutine
+// notices the step.
+func (e *env) step(d time.Duration) {
+	e.clock.Step(d)
+	e.q.Len()
+}
+
+// get takes the next ready key, failing the test if none is ready within a
+// few seconds of real time (a guard against hangs, not a measurement).
+func (e *env) get(t testing.TB) scheduler.Item[string] {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	it, err := e.q.GetContext(ctx)
+	if err != nil {
+		t.Fatalf("GetContext: %v", err)
+	}
+	return it
+}
+
+// getKey is get that also checks which key came out.
+func (e *env) getKey(t testing.TB, want string) scheduler.Item[string] {
+	t.Helper()
+	it := e.get(t)
+	if it.Key != want {
+		t.Fatalf("GetContext returned key %q, want %q", it.Key, want)
+	}
+	return it
+}
+
+// collect reads every metric from the ManualReader.
+func (e *env) collect(t testing.TB) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := e.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("Collect: %v", err)
+	}
+	return rm
+}
+
+// scopeMetrics returns the metrics of otelqueue's instrumentation scope,
+// checking the scope's name and version.
+func scopeMetrics(t testing.TB, rm metricdata.ResourceMetrics) []metricdata.Metrics {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name == otelqueue.ScopeName {
+			if sm.Scope.Version != otelqueue.Version() {
+				t.Errorf("scope version = %q, want %q", sm.Scope.Version, otelqueue.Version())
+			}
+			return sm.Metrics
+		}
+	}
+	return nil
+}
+
+// metricNames returns the sorted names of otelqueue's metrics in rm.
+func metricNames(t testing.TB, rm metricdata.ResourceMetrics) []string {
+	t.Helper()
+	var names []string
+	for _, m := range scopeMetrics(t, rm) {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// assertNames checks that rm holds exactly the named otelqueue metrics.
+func assertNames(t testing.TB, rm metricdata.ResourceMetrics, want ...string) {
+	t.Helper()
+	want = slices.Sorted(slices.Values(want))
+	if got := metricNames(t, rm); !slices.Equal(got, want) {
+		t.Errorf("metrics = %q\nwant %q", got, want)
+	}
+}
+
+// findMetric returns the otelqueue metric called name, failing the test when
+// there is none.
+func findMetric(t testing.TB, rm metricdata.ResourceMetrics, name string) metricdata.Metrics {
+	t.Helper()
+	for _, m := range scopeMetrics(t, rm) {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("no metric %q in %q", name, metricNames(t, rm))
+	return metricdata.Metrics{}
+}
+
+// assertMetrics compares each wanted metric with the one of the same name in
+// rm: name, unit, kind, temporality, monotonicity, attributes and values.
+// Descriptions are prose, not contract: only their presence is checked.
+func assertMetrics(t testing.TB, rm metricdata.ResourceMetrics, opts []metricdatatest.Option, want ...metricdata.Metrics) {
+	t.Helper()
+	for _, w := range want {
+		got := findMetric(t, rm, w.Name)
+		if got.Description == "" {
+			t.Errorf("metric %q has no description", w.Name)
+		}
+		w.Description = got.Description
+		metricdatatest.AssertEqual(t, w, got, opts...)
+	}
+}
+
+// noTime ignores timestamps; noTimeNoExemplars also ignores exemplars.
+var (
+	noTime            = []metricdatatest.Option{metricdatatest.IgnoreTimestamp()}
+	noTimeNoExemplars = []metricdatatest.Option{metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars()}
+)
+
+// intSum is the expected cumulative Int64 sum of one queue.
+func intSum(name, unit string, monotonic bool, attrs attribute.Set, v int64) metricdata.Metrics {
+	return metricdata.Metrics{
+		Name: name,
+		Unit: unit,
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: monotonic,
+			DataPoints:  []metricdata.DataPoint[int64]{{Attributes: attrs, Value: v}},
+		},
+	}
+}
+
+// seconds is the expected float64 gauge, in seconds, of one queue.
+func seconds(name string, attrs attribute.Set, v float64) metricdata.Metrics {
+	return metricdata.Metrics{
+		Name: name,
+		Unit: "s",
+		Data: metricdata.Gauge[float64]{
+			DataPoints: []metricdata.DataPoint[float64]{{Attributes: attrs, Value: v}},
+		},
+	}
+}
+
+// histogram is the expected cumulative histogram, in seconds, of one queue:
+// bucketCounts holds the count of each bucket by its upper bound ("le", with
+// math.Inf(1) for the last one); count, sum, min and max are given
+// explicitly.
+func histogram(name string, attrs attribute.Set, bounds []float64, bucketCounts map[float64]uint64, count uint64, sum, minV, maxV float64, exemplars ...metricdata.Exemplar[float64]) metricdata.Metrics {
+	counts := make([]uint64, len(bounds)+1)
+	for le, n := range bucketCounts {
+		i := slices.Index(bounds, le)
+		if math.IsInf(le, 1) {
+			i = len(bounds)
+		}
+		if i < 0 {
+			panic("no bucket with upper bound " + formatFloat(le))
+		}
+		counts[i] = n
+	}
+	return metricdata.Metrics{
+		Name: name,
+		Unit: "s",
+		Data: metricdata.Histogram[float64]{
+			Temporality: metricdata.CumulativeTemporality,
+			DataPoints: []metricdata.HistogramDataPoint[float64]{{
+				Attributes:   attrs,
+				Count:        count,
+				Bounds:       bounds,
+				BucketCounts: counts,
+				Min:          metricdata.NewExtrema(minV),
+				Max:          metricdata.NewExtrema(maxV),
+				Sum:          sum,
+				Exemplars:    exemplars,
+			}},
+		},
+	}
+}
+
+func formatFloat(f float64) string {
+	return attribute.Float64Value(f).Emit()
+}
+
+// histogramPoint returns the single data point of a float64 histogram.
+func histogramPoint(t testing.TB, m metricdata.Metrics) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("metric %q is a %T, want metricdata.Histogram[float64]", m.Name, m.Data)
+	}
+	if len(h.DataPoints) != 1 {
+		t.Fatalf("metric %q has %d data points, want 1", m.Name, len(h.DataPoints))
+	}
+	return h.DataPoints[0]
+}
+
+// waitFor polls cond until it holds, failing the test after a few seconds of
+// real time. It waits for goroutines (workers, client-go's loops) to react;
+// it never waits for time to pass, and no test measures real time.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// receive waits for a value from ch, failing the test after a few seconds of
+// real time.
+func receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// enqueuer returns a context carrying a span of an SDK tracer that stands
+// for an event handler's span (the enqueuer), started and ended at the fake
+// clock's time.
+func (e *env) enqueuer(t testing.TB, name string) (context.Context, trace.SpanContext) {
+	t.Helper()
+	ctx, span := e.tp.Tracer("test/handler").Start(context.Background(), name, trace.WithTimestamp(e.clock.Now()))
+	span.End(trace.WithTimestamp(e.clock.Now()))
+	return ctx, span.SpanContext()
+}
+
+// remoteCtx returns a context carrying a remote span context with the given
+// sampled flag and a trace id derived from n.
+func remoteCtx(n byte, sampled bool) (context.Context, trace.SpanContext) {
+	cfg := trace.SpanContextConfig{
+		TraceID: trace.TraceID{0xaa, n},
+		SpanID:  trace.SpanID{0xbb, n},
+		Remote:  true,
+	}
+	if sampled {
+		cfg.TraceFlags = trace.FlagsSampled
+	}
+	sc := trace.NewSpanContext(cfg)
+	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
+}
+
+// spansNamed returns the ended spans called name, in the order they ended.
+func spansNamed(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// oneSpan returns the single ended span called name.
+func oneSpan(t testing.TB, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	s := spansNamed(spans, name)
+	if len(s) != 1 {
+		t.Fatalf("%d spans named %q, want 1 (spans: %v)", len(s), name, spanNames(spans))
+	}
+	return s[0]
+}
+
+func spanNames(spans []sdktrace.ReadOnlySpan) []string {
+	names := make([]string, len(spans))
+	for i, s := range spans {
+		names[i] = s.Name()
+	}
+	return names
+}
+
+// attrMap returns a span's attributes by key.
+func attrMap(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
+	m := make(map[attribute.Key]attribute.Value, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// attemptSpans returns the three spans of one processing attempt of key (the
+// n-th, counting from 1): the root, found by its key and attempt attributes,
+// and its "queued" and "reconcile" children, found by their parent. It fails
+// the test unless each is there exactly once and all three share a trace.
+func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int) (root, queued, reconcile sdktrace.ReadOnlySpan) {
+	t.Helper()
+	for _, s := range spansNamed(spans, "process "+queueName) {
+		a := attrMap(s.Attributes())
+		if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
+			if root != nil {
+				t.Fatalf("two root spans for attempt %d of %q", n, key)
+			}
+			root = s
+		}
+	}
+	if root == nil {
+		t.Fatalf("no root span for attempt %d of %q among %v", n, key, spanNames(spans))
+	}
+	for _, s := range spans {
+		if s.Parent().SpanID() != root.SpanContext().SpanID() || s.Parent().TraceID() != root.SpanContext().TraceID() {
+			continue
+		}
+		switch s.Name() {
+		case otelqueue.SpanQueued:
+			if queued != nil {
+				t.Fatalf("two queued spans under the root of %q", key)
+			}
+			queued = s
+		case otelqueue.SpanReconcile:
+			if reconcile != nil {
+				t.Fatalf("two reconcile spans under the root of %q", key)
+			}
+			reconcile = s
+		}
+	}
+	if queued == nil || reconcile == nil {
+		t.Fatalf("attempt %d of %q: queued %v, reconcile %v; want both", n, key, queued != nil, reconcile != nil)
+	}
+	return root, queued, reconcile
+}

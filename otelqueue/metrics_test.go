@@ -1,0 +1,359 @@
+package otelqueue_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// The observable instruments every instrumented queue reports.
+var queueGauges = []string{
+	otelqueue.MetricDepth, otelqueue.MetricDelayed, otelqueue.MetricAdds,
+	otelqueue.MetricRetries, otelqueue.MetricCoalesced, otelqueue.MetricOldestPending,
+	otelqueue.MetricUnfinishedWork, otelqueue.MetricLongestRunning,
+}
+
+// queueState is what the observable instruments of one queue say.
+type queueState struct {
+	depth, delayed, adds, retries, coalesced int64
+	oldest, unfinished, longest              float64
+}
+
+func (s queueState) metrics(attrs attribute.Set) []metricdata.Metrics {
+	return []metricdata.Metrics{
+		intSum(otelqueue.MetricDepth, "{item}", false, attrs, s.depth),
+		intSum(otelqueue.MetricDelayed, "{item}", false, attrs, s.delayed),
+		intSum(otelqueue.MetricAdds, "{item}", true, attrs, s.adds),
+		intSum(otelqueue.MetricRetries, "{item}", true, attrs, s.retries),
+		intSum(otelqueue.MetricCoalesced, "{item}", true, attrs, s.coalesced),
+		seconds(otelqueue.MetricOldestPending, attrs, s.oldest),
+		seconds(otelqueue.MetricUnfinishedWork, attrs, s.unfinished),
+		seconds(otelqueue.MetricLongestRunning, attrs, s.longest),
+	}
+}
+
+// TestMetricsScriptedSequence drives a named scheduler through Add, AddAfter,
+// Get, Done, AddRateLimited and coalesced adds on a fake clock and checks
+// every instrument's name, unit, kind, attributes and value at each stage.
+func TestMetricsScriptedSequence(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	q := e.q
+	bounds := otelqueue.DefaultBuckets
+
+	// t=0: a and b ready, a added again (coalesced), c delayed by 10s.
+	q.Add("a")
+	q.Add("b")
+	q.Add("a")
+	q.AddAfter("c", 10*time.Second)
+
+	e.step(2 * time.Second) // t=2s
+	rm := e.collect(t)
+	assertNames(t, rm, queueGauges...) // no histogram before the first Get, no runner metrics without a Runner
+	assertMetrics(t, rm, noTime, queueState{
+		depth: 2, delayed: 1, adds: 3, retries: 1, coalesced: 1,
+		oldest: 2, // a has been ready since t=0
+	}.metrics(queueAttrs)...)
+
+	// The plain client-go loop: Get and Done without a context.
+	if k, shutdown := q.Get(); k != "a" || shutdown {
+		t.Fatalf("Get = %q, %v; want a, false", k, shutdown)
+	} // waited 2s
+	e.step(time.Second) // t=3s
+	if k, _ := q.Get(); k != "b" {
+		t.Fatalf("Get = %q, want b", k)
+	} // waited 3s
+	e.step(time.Second) // t=4s
+
+	rm = e.collect(t)
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration)...)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{
+		delayed: 1, adds: 3, retries: 1, coalesced: 1,
+		unfinished: 3, // a for 2s, b for 1s
+		longest:    2, // a, since t=2s
+	}.metrics(queueAttrs)...)
+	assertMetrics(t, rm, noTimeNoExemplars,
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{2.5: 1, 5: 1}, 2, 5, 2, 3))
+
+	q.Done("a")           // worked 2s
+	q.AddRateLimited("b") // a retry while b is processed: held, ready at t=5s (backoff 1s)
+	q.Done("b")           // worked 1s; b now waits for its backoff
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{
+		delayed: 2, // b and c
+		adds:    4, // b became pending again
+		retries: 2, coalesced: 1,
+	}.metrics(queueAttrs)...)
+	assertMetrics(t, rm, noTimeNoExemplars,
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{1: 1, 2.5: 1}, 2, 3, 1, 2))
+
+	e.step(1500 * time.Millisecond) // t=5.5s: b's backoff ended at 5s
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{
+		depth: 1, delayed: 1, adds: 4, retries: 2, coalesced: 1,
+		oldest: 0.5, // ready since t=5s: the age counts from ReadyAt, not from the add
+	}.metrics(queueAttrs)...)
+
+	e.getKey(t, "b")               // waited 0.5s ready (5.5s since its add)
+	e.step(500 * time.Millisecond) // t=6s
+	q.Done("b")                    // worked 0.5s
+	e.step(4 * time.Second)        // t=10s: c's delay ends
+	e.getKey(t, "c")               // waited 0s ready (10s since its add)
+	e.step(250 * time.Millisecond)
+	q.Done("c") // worked 0.25s
+
+	rm = e.collect(t)
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)...)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{adds: 4, retries: 2, coalesced: 1}.metrics(queueAttrs)...)
+	assertMetrics(t, rm, noTimeNoExemplars,
+		// Queue wait is DequeuedAt - ReadyAt, client-go's meaning: 2, 3, 0.5, 0.
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds,
+			map[float64]uint64{0.0001: 1, 0.5: 1, 2.5: 1, 5: 1}, 4, 5.5, 0, 3),
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds,
+			map[float64]uint64{0.25: 1, 0.5: 1, 1: 1, 2.5: 1}, 4, 3.75, 0.25, 2))
+
+	// The default buckets are second-scale, 100µs to 1000s.
+	got := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds
+	if len(got) != 22 || got[0] != 0.0001 || got[len(got)-1] != 1000 || !slices.IsSorted(got) {
+		t.Errorf("default bounds = %v", got)
+	}
+}
+
+// TestMetricsHeldKey checks the numbers of a key added again while it is
+// processed: a new pending run (an add, not a coalesced one) that waits,
+// held, until Done and then counts as ready from the Done.
+func TestMetricsHeldKey(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	q := e.q
+	q.Add("a")
+	e.getKey(t, "a")
+	e.step(time.Second)
+	q.Add("a") // held while a is processed
+	q.Add("a") // coalesced into the held run
+	e.step(time.Second)
+	rm := e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{
+		adds: 2, coalesced: 1, unfinished: 2, longest: 2,
+	}.metrics(queueAttrs)...)
+	q.Done("a") // t=2s: a is ready again
+	e.step(3 * time.Second)
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{depth: 1, adds: 2, coalesced: 1, oldest: 3}.metrics(queueAttrs)...)
+	e.getKey(t, "a")
+	q.Done("a")
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars,
+		// 0s for the first run, 3s ready (since the Done) for the second.
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets,
+			map[float64]uint64{0.0001: 1, 5: 1}, 2, 3, 0, 3))
+}
+
+// TestMetricsExplicitBuckets checks the WithExplicitBuckets override on both
+// histograms, and that it copies its arguments.
+func TestMetricsExplicitBuckets(t *testing.T) {
+	bounds := []float64{1, 10}
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithExplicitBuckets(bounds...)}})
+	bounds[0] = 5 // must not change the instrumentation's boundaries
+	e.q.Add("a")
+	e.step(3 * time.Second)
+	e.getKey(t, "a")
+	e.step(20 * time.Second)
+	e.q.Done("a")
+	rm := e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars,
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{10: 1}, 1, 3, 3, 3),
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{math.Inf(1): 1}, 1, 20, 20, 20))
+}
+
+// TestMetricsControllerName checks that WithControllerName sets the
+// controller attribute of every data point of every metric, Runner metrics
+// included, and that the name attribute stays the queue's name.
+func TestMetricsControllerName(t *testing.T) {
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithControllerName("order-reconciler")}})
+	if _, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
+		return otelqueue.Result{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.q.Add("a")
+	e.getKey(t, "a")
+	e.q.Done("a")
+	rm := e.collect(t)
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration,
+		otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
+	metricdatatest.AssertHasAttributes(t, rm,
+		otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
+	want := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
+	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricAdds, "{item}", true, want, 1))
+}
+
+// TestMetricsRunner checks the Runner's metrics: active workers and
+// reconciles by result.
+func TestMetricsRunner(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	hold := make(chan struct{})
+	started := make(chan string, 10)
+	r, err := otelqueue.NewRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
+		started <- key
+		switch key {
+		case "hold":
+			<-hold
+		case "error":
+			return otelqueue.Result{}, errors.New("boom")
+		case "requeue":
+			return otelqueue.Result{Requeue: true}, nil
+		case "requeue_after":
+			return otelqueue.Result{RequeueAfter: time.Minute}, nil
+		case "panic":
+			panic("boom")
+		}
+		return otelqueue.Result{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := func(success, errs, requeue, requeueAfter, panics int64) metricdata.Metrics {
+		dp := func(result string, v int64) metricdata.DataPoint[int64] {
+			return metricdata.DataPoint[int64]{
+				Attributes: attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrResult.String(result))...),
+				Value:      v,
+			}
+		}
+		return metricdata.Metrics{
+			Name: otelqueue.MetricReconcileResults,
+			Unit: "{reconcile}",
+			Data: metricdata.Sum[int64]{
+				Temporality: metricdata.CumulativeTemporality,
+				IsMonotonic: true,
+				DataPoints: []metricdata.DataPoint[int64]{
+					dp(otelqueue.ResultSuccess, success),
+					dp(otelqueue.ResultError, errs),
+					dp(otelqueue.ResultRequeue, requeue),
+					dp(otelqueue.ResultRequeueAfter, requeueAfter),
+					dp(otelqueue.ResultPanic, panics),
+				},
+			},
+		}
+	}
+	active := func(n int64) metricdata.Metrics {
+		return intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, n)
+	}
+
+	rm := e.collect(t)
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
+	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	e.q.Add("hold")
+	if k := receive(t, started, "the first reconcile"); k != "hold" {
+		t.Fatalf("reconciled %q first, want hold", k)
+	}
+	for _, k := range []string{"success", "error", "requeue", "requeue_after", "panic"} {
+		e.q.Add(k)
+	}
+	assertMetrics(t, e.collect(t), noTime, active(1), results(0, 0, 0, 0, 0),
+		intSum(otelqueue.MetricDepth, "{item}", false, queueAttrs, 5))
+
+	close(hold)
+	waitFor(t, "six reconciles", func() bool {
+		s := r.Stats()
+		return s.Success+s.Error+s.Requeue+s.RequeueAfter+s.Panic == 6
+	})
+	waitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTime, active(0), results(2, 1, 1, 1, 1),
+		// error, requeue and panic wait for their backoff, requeue_after for its delay.
+		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
+		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
+	if s := r.Stats(); s != (otelqueue.RunnerStats{Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
+		t.Errorf("Runner.Stats() = %+v", s)
+	}
+
+	cancel()
+	if err := receive(t, done, "Run to return"); err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// TestInstrumentErrors checks the errors of Instrument: nil and unnamed
+// schedulers and invalid bucket boundaries.
+func TestInstrumentErrors(t *testing.T) {
+	named := func() *scheduler.Scheduler[string] {
+		s := scheduler.New(scheduler.Config[string]{Name: queueName})
+		t.Cleanup(s.ShutDown)
+		return s
+	}
+	for _, tc := range []struct {
+		name  string
+		sched *scheduler.Scheduler[string]
+		opts  []otelqueue.Option
+		want  string
+	}{
+		{"nil scheduler", nil, nil, "needs a scheduler, got nil"},
+		{"unnamed scheduler", scheduler.New(scheduler.Config[string]{}), nil, "set scheduler.Config.Name"},
+		{"NaN bucket", named(), []otelqueue.Option{otelqueue.WithExplicitBuckets(1, math.NaN())}, "bucket boundary 1 is NaN"},
+		{"infinite bucket", named(), []otelqueue.Option{otelqueue.WithExplicitBuckets(math.Inf(1))}, "bucket boundary 0 is +Inf"},
+		{"decreasing buckets", named(), []otelqueue.Option{otelqueue.WithExplicitBuckets(1, 0.5)}, "must increase strictly, but 0.5 follows 1"},
+		{"repeated bucket", named(), []otelqueue.Option{otelqueue.WithExplicitBuckets(1, 1)}, "must increase strictly"},
+		{"no buckets", named(), []otelqueue.Option{otelqueue.WithExplicitBuckets()}, "at least one boundary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst, err := otelqueue.Instrument(tc.sched, tc.opts...)
+			if err == nil || inst != nil {
+				t.Fatalf("Instrument = %v, %v; want an error", inst, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "otelqueue: ") {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if tc.sched != nil && tc.sched.Observer() != nil {
+				t.Error("a failed Instrument installed an Observer")
+			}
+		})
+	}
+}
+
+// TestInstrumentationStop checks that Stop removes the Observer and the
+// observable instruments, and is safe to call twice.
+func TestInstrumentationStop(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	e.q.Add("a")
+	e.getKey(t, "a")
+	e.q.Done("a")
+	if n := len(e.sr.Ended()); n != 3 {
+		t.Fatalf("%d spans before Stop, want 3", n)
+	}
+	if err := e.inst.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := e.inst.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if e.q.Observer() != nil {
+		t.Error("Stop left the Observer installed")
+	}
+	e.q.Add("b")
+	e.getKey(t, "b")
+	e.q.Done("b")
+	if n := len(e.sr.Ended()); n != 3 {
+		t.Errorf("%d spans after Stop, want still 3", n)
+	}
+	rm := e.collect(t)
+	// The histograms keep what they recorded before Stop; the observable
+	// instruments are gone.
+	assertNames(t, rm, otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)
+	if c := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Count; c != 1 {
+		t.Errorf("queue duration count after Stop = %d, want 1", c)
+	}
+}
