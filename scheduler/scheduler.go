@@ -391,6 +391,15 @@ func (s *Scheduler[K]) delayLoop() {
 			if timer == nil {
 				timer = s.clock.NewTimer(wait)
 			} else {
+				// Drain a tick that fired while the loop woke for a kick:
+				// testing.FakeClock.Step blocks, holding the clock, on a
+				// re-armed timer whose channel is full.
+				if !timer.Stop() {
+					select {
+					case <-timer.C():
+					default:
+					}
+				}
 				timer.Reset(wait)
 			}
 			fired = timer.C()

@@ -1,0 +1,261 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/util/workqueue"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// t0 is the fake clock's start in every test.
+var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+
+// newFake returns a scheduler of string keys on a fake clock starting at t0.
+// The test shuts it down when it ends.
+func newFake(t testing.TB, cfg Config[string]) (*Scheduler[string], *testingclock.FakeClock) {
+	t.Helper()
+	fc := testingclock.NewFakeClock(t0)
+	cfg.Clock = fc
+	s := New(cfg)
+	t.Cleanup(s.ShutDown)
+	return s, fc
+}
+
+// named is the Config of a timed queue (one that reads the clock).
+func named() Config[string] { return Config[string]{Name: "test"} }
+
+// expLimiter is a rate limiter whose delays depend on nothing but the
+// failure count: base, 2×base, 4×base, ... up to max.
+func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
+}
+
+// waitFor polls cond until it holds, failing the test after a few seconds.
+// It is for waiting on the delay loop goroutine after a fake clock step; it
+// never waits for time to pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// waitTimer waits until the delay loop has set its timer on the fake clock,
+// so that a following Step fires it.
+func waitTimer(t testing.TB, fc *testingclock.FakeClock) {
+	t.Helper()
+	waitFor(t, "the delay loop's timer", fc.HasWaiters)
+}
+
+// waitParked waits until n goroutines are blocked in a sync.Cond.Wait
+// called from fn, such as "waitReadyLocked" for a Get with no key ready, so
+// that a test wakes a worker that really waits.
+func waitParked(t testing.TB, fn string, n int) {
+	t.Helper()
+	waitBlocked(t, fn, "sync.Cond.Wait", n)
+}
+
+// waitBlocked waits until n goroutines are blocked in state (the wait reason
+// a goroutine dump shows, such as "select" or "sync.Mutex.Lock") with fn in
+// their stack.
+func waitBlocked(t testing.TB, fn, state string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d goroutines to block in %s (%s)", n, fn, state), func() bool {
+		return blockedIn(fn, state) >= n
+	})
+}
+
+func parkedIn(fn string) int { return blockedIn(fn, "sync.Cond.Wait") }
+
+func blockedIn(fn, state string) int {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+state) && strings.Contains(g, "."+fn+"(") {
+			count++
+		}
+	}
+	return count
+}
+
+// receive waits for a value from ch, failing the test after a few seconds.
+func receive[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
+	}
+}
+
+// cancelled is a context that is already done: GetContext with it never
+// blocks, and returns context.Canceled when no key is ready.
+var cancelled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// tryGet takes a ready key without blocking; ok is false when none is ready
+// (Get would block) or the queue is shut down with none left.
+func tryGet[K comparable](t testing.TB, s *Scheduler[K]) (it Item[K], ok bool) {
+	t.Helper()
+	it, err := s.GetContext(cancelled)
+	switch err {
+	case nil:
+		return it, true
+	case context.Canceled, ErrShutDown:
+		return it, false
+	default:
+		t.Fatalf("GetContext: unexpected error %v", err)
+		return it, false
+	}
+}
+
+// mustGet takes a key that must be ready now.
+func mustGet[K comparable](t testing.TB, s *Scheduler[K]) Item[K] {
+	t.Helper()
+	it, ok := tryGet(t, s)
+	if !ok {
+		t.Fatalf("no key ready (Len %d, Stats %+v)", s.Len(), s.Stats())
+	}
+	return it
+}
+
+// mustGetKey takes a key that must be ready now and must be want.
+func mustGetKey[K comparable](t testing.TB, s *Scheduler[K], want K) Item[K] {
+	t.Helper()
+	it := mustGet(t, s)
+	if it.Key != want {
+		t.Fatalf("got key %v, want %v", it.Key, want)
+	}
+	return it
+}
+
+// mustBeEmpty checks that no key is ready: Len is 0 and Get would block.
+func mustBeEmpty[K comparable](t testing.TB, s *Scheduler[K]) {
+	t.Helper()
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len = %d, want 0", n)
+	}
+	if it, ok := tryGet(t, s); ok {
+		t.Fatalf("got key %v, want none ready", it.Key)
+	}
+}
+
+// span returns a valid, sampled span context numbered n.
+func span(n int) trace.SpanContext {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	binary.BigEndian.PutUint64(tid[8:], uint64(n)+1)
+	tid[0] = 0xab
+	binary.BigEndian.PutUint64(sid[:], uint64(n)+1)
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID:    tid,
+		SpanID:     sid,
+		TraceFlags: trace.FlagsSampled,
+	})
+}
+
+// spanCtx returns a context carrying span(n).
+func spanCtx(n int) context.Context {
+	return trace.ContextWithSpanContext(context.Background(), span(n))
+}
+
+func sameSpans(a, b []trace.SpanContext) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].Equal(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// recObserver records what the scheduler tells its Observer. Dequeued
+// returns a context carrying the span context set for the key with
+// processIn, if any, and a marker value.
+type recObserver[K comparable] struct {
+	mu        sync.Mutex
+	processIn map[K]trace.SpanContext
+	dequeued  []dequeuedCall[K]
+	done      []doneCall[K]
+}
+
+type dequeuedCall[K comparable] struct {
+	ctx  context.Context // given to Dequeued
+	item Item[K]
+	ret  context.Context // returned by Dequeued
+}
+
+type doneCall[K comparable] struct {
+	ctx            context.Context
+	key            K
+	started, ended time.Time
+}
+
+type obsMarker struct{}
+
+func newRecObserver[K comparable]() *recObserver[K] {
+	return &recObserver[K]{processIn: make(map[K]trace.SpanContext)}
+}
+
+func (o *recObserver[K]) setSpan(key K, sc trace.SpanContext) {
+	o.mu.Lock()
+	o.processIn[key] = sc
+	o.mu.Unlock()
+}
+
+func (o *recObserver[K]) Dequeued(ctx context.Context, it *Item[K]) context.Context {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ret := context.WithValue(ctx, obsMarker{}, it.Key)
+	if sc, ok := o.processIn[it.Key]; ok {
+		ret = trace.ContextWithSpanContext(ret, sc)
+	}
+	o.dequeued = append(o.dequeued, dequeuedCall[K]{ctx: ctx, item: *it, ret: ret})
+	return ret
+}
+
+func (o *recObserver[K]) Done(ctx context.Context, key K, started, ended time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = append(o.done, doneCall[K]{ctx: ctx, key: key, started: started, ended: ended})
+}
+
+func (o *recObserver[K]) calls() ([]dequeuedCall[K], []doneCall[K]) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]dequeuedCall[K](nil), o.dequeued...), append([]doneCall[K](nil), o.done...)
+}

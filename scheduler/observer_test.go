@@ -1,0 +1,132 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestObserver(t *testing.T) {
+	s, fc := newFake(t, named())
+	obs := newRecObserver[string]()
+	s.SetObserver(obs)
+
+	type ctxKey struct{}
+	getCtx := context.WithValue(context.Background(), ctxKey{}, "worker")
+
+	s.AddContext(spanCtx(1), "a")
+	s.Add("b")
+	fc.Step(time.Second)
+
+	// GetContext: Dequeued gets the worker's context and the item.
+	itA, err := s.GetContext(getCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Get: Dequeued gets context.Background.
+	keyB, _ := s.Get()
+	deq, done := obs.calls()
+	if len(deq) != 2 || len(done) != 0 {
+		t.Fatalf("Dequeued, Done called %d, %d times; want 2, 0", len(deq), len(done))
+	}
+	if deq[0].ctx.Value(ctxKey{}) != "worker" {
+		t.Errorf("Dequeued got a context other than GetContext's")
+	}
+	if deq[1].ctx != context.Background() {
+		t.Errorf("Dequeued for Get got %v, want context.Background()", deq[1].ctx)
+	}
+	checkItem(t, deq[0].item, Item[string]{Key: "a", EnqueuedAt: t0, ReadyAt: t0, DequeuedAt: t0.Add(time.Second), Origin: span(1)})
+	checkItem(t, deq[1].item, Item[string]{Key: keyB, EnqueuedAt: t0, ReadyAt: t0, DequeuedAt: t0.Add(time.Second)})
+	// Item.Context is what Dequeued returned.
+	if itA.Context() != deq[0].ret {
+		t.Errorf("Item.Context() is not the context Dequeued returned")
+	}
+
+	fc.Step(2 * time.Second)
+	s.Done("a")
+	s.Done("a") // not processed any more: no second call
+	s.Done("unknown")
+	fc.Step(time.Second)
+	s.Done("b")
+
+	_, done = obs.calls()
+	if len(done) != 2 {
+		t.Fatalf("Done called %d times, want 2", len(done))
+	}
+	for i, want := range []doneCall[string]{
+		{ctx: deq[0].ret, key: "a", started: t0.Add(time.Second), ended: t0.Add(3 * time.Second)},
+		{ctx: deq[1].ret, key: "b", started: t0.Add(time.Second), ended: t0.Add(4 * time.Second)},
+	} {
+		got := done[i]
+		if got.ctx != want.ctx || got.key != want.key || !got.started.Equal(want.started) || !got.ended.Equal(want.ended) {
+			t.Errorf("Done call %d = %s [t0+%v, t0+%v], want %s [t0+%v, t0+%v] in Dequeued's context",
+				i, got.key, got.started.Sub(t0), got.ended.Sub(t0), want.key, want.started.Sub(t0), want.ended.Sub(t0))
+		}
+	}
+}
+
+func TestObserverOncePerRun(t *testing.T) {
+	s, fc := newFake(t, named())
+	obs := newRecObserver[string]()
+	s.SetObserver(obs)
+	s.Add("a")
+	mustGetKey(t, s, "a")
+	s.Add("a") // held
+	fc.Step(time.Second)
+	s.Done("a")
+	mustGetKey(t, s, "a")
+	s.Done("a")
+	deq, done := obs.calls()
+	if len(deq) != 2 || len(done) != 2 {
+		t.Fatalf("Dequeued, Done called %d, %d times; want 2, 2", len(deq), len(done))
+	}
+	if deq[1].item.Reason != WaitHeld {
+		t.Errorf("second run Reason = %v, want held", deq[1].item.Reason)
+	}
+	// No Get when none is ready, no call.
+	if _, ok := tryGet(t, s); ok {
+		t.Fatal("got a key from an empty queue")
+	}
+	if deq, _ := obs.calls(); len(deq) != 2 {
+		t.Errorf("Dequeued called %d times, want 2", len(deq))
+	}
+}
+
+func TestObserverTimesAnUnnamedQueue(t *testing.T) {
+	// An Observer makes an unnamed queue read the clock.
+	s, fc := newFake(t, Config[string]{})
+	obs := newRecObserver[string]()
+	s.SetObserver(obs)
+	s.Add("a")
+	fc.Step(time.Second)
+	if st := s.Stats(); st.OldestPending != time.Second {
+		t.Errorf("OldestPending = %v, want 1s", st.OldestPending)
+	}
+	it := mustGetKey(t, s, "a")
+	checkItem(t, it, Item[string]{Key: "a", EnqueuedAt: t0, ReadyAt: t0, DequeuedAt: t0.Add(time.Second)})
+	fc.Step(time.Second)
+	if st := s.Stats(); st.LongestRunning != time.Second || st.UnfinishedWork != time.Second {
+		t.Errorf("LongestRunning, UnfinishedWork = %v, %v; want 1s, 1s", st.LongestRunning, st.UnfinishedWork)
+	}
+	s.Done("a")
+	_, done := obs.calls()
+	if len(done) != 1 || !done[0].ended.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("Done calls = %+v, want one ending at t0+2s", done)
+	}
+
+	// Removing it makes the queue untimed again.
+	s.SetObserver(nil)
+	s.Add("b")
+	fc.Step(time.Second)
+	if st := s.Stats(); st.OldestPending != 0 {
+		t.Errorf("OldestPending without Observer = %v, want 0", st.OldestPending)
+	}
+	it = mustGetKey(t, s, "b")
+	if !it.EnqueuedAt.IsZero() || !it.DequeuedAt.IsZero() {
+		t.Errorf("times without Observer = %v, %v; want zero", it.EnqueuedAt, it.DequeuedAt)
+	}
+	s.Done("b")
+	if deq, done := obs.calls(); len(deq) != 1 || len(done) != 1 {
+		t.Errorf("removed Observer was called: %d, %d", len(deq), len(done))
+	}
+}

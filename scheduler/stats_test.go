@@ -1,0 +1,109 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStats(t *testing.T) {
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
+
+	for i, step := range []struct {
+		do   func()
+		want Stats
+	}{
+		{do: func() {}, want: Stats{}},
+		{do: func() {
+			s.Add("a")
+			s.Add("b")
+			s.Add("a")
+		}, want: Stats{Depth: 2, Adds: 2, Coalesced: 1}},
+		{do: func() { s.AddAfter("c", sec(5)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, Coalesced: 1}},
+		{do: func() { fc.Step(sec(2)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, Coalesced: 1, OldestPending: sec(2)}},
+		{do: func() { mustGetKey(t, s, "a") }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, Coalesced: 1, OldestPending: sec(2)}},
+		{do: func() { fc.Step(sec(1)) }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, Coalesced: 1,
+			OldestPending: sec(3), UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+		{do: func() { mustGetKey(t, s, "b") }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, Coalesced: 1,
+			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+		{do: func() { fc.Step(sec(1)) }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, Coalesced: 1,
+			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
+		// At 4s: a is added again while processed, twice.
+		{do: func() { s.Add("a"); s.AddContext(spanCtx(1), "a") }, want: Stats{Delayed: 1, Held: 1, InFlight: 2, Adds: 4, Retries: 1, Coalesced: 2,
+			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
+		{do: func() { s.AddRateLimited("d") }, want: Stats{Delayed: 2, Held: 1, InFlight: 2, Adds: 5, Retries: 2, Coalesced: 2,
+			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
+		// a's Done: its held run becomes ready now.
+		{do: func() { s.Done("a") }, want: Stats{Depth: 1, Delayed: 2, InFlight: 1, Adds: 5, Retries: 2, Coalesced: 2,
+			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+		// At 5s: c's delay and d's backoff have ended.
+		{do: func() { fc.Step(sec(1)); s.Len() }, want: Stats{Depth: 3, InFlight: 1, Adds: 5, Retries: 2, Coalesced: 2,
+			OldestPending: sec(1), UnfinishedWork: sec(2), LongestRunning: sec(2)}},
+		{do: func() { s.Done("b") }, want: Stats{Depth: 3, Adds: 5, Retries: 2, Coalesced: 2, OldestPending: sec(1)}},
+		{do: func() {
+			for range 3 {
+				s.Done(mustGet(t, s).Key)
+			}
+		}, want: Stats{Adds: 5, Retries: 2, Coalesced: 2}},
+	} {
+		step.do()
+		if got := s.Stats(); got != step.want {
+			t.Fatalf("step %d (t0+%v):\n got %+v\nwant %+v", i, fc.Since(t0), got, step.want)
+		}
+	}
+}
+
+func TestStatsPublishedByTheDelayLoop(t *testing.T) {
+	s, fc := newFake(t, named())
+	s.AddAfter("a", time.Second)
+	s.AddAfter("b", 2*time.Second)
+	waitTimer(t, fc)
+	fc.Step(time.Second)
+	// Nothing but the delay loop moves a to the ready queue here.
+	waitFor(t, "Stats to show a ready", func() bool {
+		st := s.Stats()
+		return st.Depth == 1 && st.Delayed == 1
+	})
+	waitTimer(t, fc)
+	fc.Step(time.Second)
+	waitFor(t, "Stats to show b ready", func() bool {
+		st := s.Stats()
+		return st.Depth == 2 && st.Delayed == 0
+	})
+	if st := s.Stats(); st.OldestPending != time.Second {
+		t.Errorf("OldestPending = %v, want 1s", st.OldestPending)
+	}
+}
+
+func TestStatsUnnamedHasNoAges(t *testing.T) {
+	s, fc := newFake(t, Config[string]{})
+	s.Add("a")
+	s.Add("b")
+	s.AddAfter("c", time.Second)
+	fc.Step(time.Second)
+	mustGetKey(t, s, "a")
+	s.Add("a")
+	fc.Step(time.Second)
+	want := Stats{Depth: 2, Held: 1, InFlight: 1, Adds: 4, Retries: 1}
+	if got := s.Stats(); got != want {
+		t.Fatalf("Stats = %+v, want %+v", got, want)
+	}
+}
+
+func TestStatsShutDown(t *testing.T) {
+	s, _ := newFake(t, named())
+	s.Add("a")
+	s.AddAfter("b", time.Second)
+	s.ShutDown()
+	want := Stats{Depth: 1, Adds: 2, Retries: 1}
+	if got := s.Stats(); got != want {
+		t.Fatalf("Stats = %+v, want %+v", got, want)
+	}
+	// Adds after ShutDown count nowhere.
+	s.Add("c")
+	s.AddAfter("c", time.Second)
+	s.AddRateLimited("c")
+	if got := s.Stats(); got != want {
+		t.Fatalf("Stats after late adds = %+v, want %+v", got, want)
+	}
+}
