@@ -104,6 +104,9 @@ func runController(ctx context.Context, cfg config, tel *telemetry) error {
 	for typ, ok := range synced {
 		if !ok {
 			queue.ShutDown()
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped before the %v informer synced with the %s", typ, where)
+			}
 			return fmt.Errorf("the %v informer did not sync with the %s within a minute (is it reachable, and may we list ConfigMaps in %q?)", typ, where, cfg.namespace)
 		}
 	}
