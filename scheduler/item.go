@@ -30,8 +30,8 @@ type Item[K comparable] struct {
 
 	// Reason tells why the key waited before ReadyAt.
 	Reason WaitReason
-	// Requeues is the rate limiter's count of failures for the key when this
-	// run was scheduled by AddRateLimited; zero for other adds.
+	// Requeues is the rate limiter's count of failures for the key as of the
+	// last AddRateLimited merged into this run; zero if none was.
 	Requeues int
 	// Coalesced counts the adds merged into this run after the first one.
 	Coalesced int
@@ -46,8 +46,9 @@ type Item[K comparable] struct {
 	// bound.
 	DroppedLinks int
 	// PreviousAttempt is the span context in which the previous run of this
-	// key was processed when that run asked for this one with AddRateLimited
-	// (a retry); zero otherwise.
+	// key was processed (its Item.Context as the Observer returned it) when
+	// that run asked for this one with AddRateLimited (a retry); zero
+	// otherwise, and always zero without an Observer.
 	PreviousAttempt trace.SpanContext
 
 	ctx context.Context
