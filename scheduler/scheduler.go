@@ -312,7 +312,9 @@ func (s *Scheduler[K]) moveLocked(e *entry[K], target int64, reason WaitReason, 
 			e.readyAt, e.reason, e.debounced = target, reason, false
 		}
 	}
-	if e.place == inDelay && e.readyAt != old {
+	// A key now due is taken out of the heap by the caller; only a key that
+	// stays delayed needs the heap fixed and the loop armed.
+	if e.place == inDelay && e.readyAt != old && e.readyAt > now {
 		s.delayed.fix(int(e.heapIdx))
 		s.armLocked(e.readyAt)
 	}

@@ -1,0 +1,60 @@
+package main
+
+// Benchmarks are named as in the output of `go test -bench`, without the
+// "Benchmark" prefix and the -GOMAXPROCS suffix.
+
+// baselines lists, per group of benchmarks that differ only by their variant
+// (the name with its "/variant=..." part removed), the variants every other
+// one is compared with in the ratio table, in the order of the columns.
+var baselines = []struct {
+	group   string
+	variant string
+}{
+	{"Lifecycle", "clientgo-bare"},
+	{"Lifecycle", "clientgo-crprom"},
+	{"Lifecycle", "crpriorityqueue"},
+	{"Delayed", "clientgo-bare"},
+	{"Pending/pending=1k", "clientgo"},
+	{"Pending/pending=1M", "clientgo"},
+}
+
+// A target says: the median of Subject in Unit is at most
+// Factor × (sum of the medians of Of in Unit) + Plus.
+//
+// A target whose benchmarks are not all in the input is skipped, so the
+// targets of variants still to come can stand here already.
+type target struct {
+	Subject string
+	Unit    string
+	Factor  float64
+	Of      []string
+	Plus    float64
+	// Why is shown beside the verdict: where the target comes from.
+	Why string
+}
+
+// targets are checked in this order. The lifecycle variants are those of
+// bench/variants_test.go; the issue-3 ones are skipped until they exist.
+var targets = []target{
+	// The scheduler with nothing attached is no slower than client-go's bare
+	// queue and allocates no more.
+	{Subject: "Lifecycle/variant=scheduler-bare", Unit: "ns/op", Factor: 1.0, Of: []string{"Lifecycle/variant=clientgo-bare"}, Why: "bare hot path"},
+	{Subject: "Lifecycle/variant=scheduler-bare", Unit: "allocs/op", Factor: 1.0, Of: []string{"Lifecycle/variant=clientgo-bare"}, Why: "bare hot path"},
+	// The delay path, per key.
+	{Subject: "Delayed/variant=scheduler-bare", Unit: "ns/op", Factor: 1.0, Of: []string{"Delayed/variant=clientgo-bare"}, Why: "delay path"},
+	// A delay heap of 1M keys costs at most twice one of 1k per key moved
+	// through it.
+	{Subject: "Pending/variant=scheduler/pending=1M", Unit: "ns/op", Factor: 2.0, Of: []string{"Pending/variant=scheduler/pending=1k"}, Why: "scales with pending keys"},
+	// A pending key with a span context costs at most 80 B more than a
+	// pending key in client-go's delaying queue.
+	{Subject: "Pending/variant=scheduler/pending=1M", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1M"}, Plus: 80, Why: "memory per pending key"},
+	{Subject: "Pending/variant=scheduler/pending=1k", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1k"}, Plus: 80, Why: "memory per pending key"},
+
+	// Issue 3: instrumented queues.
+	{Subject: "Lifecycle/variant=scheduler-otel", Unit: "ns/op", Factor: 1.0, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "OTel metrics vs controller-runtime's Prometheus"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "ns/op", Factor: 1.5, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "tracing, unsampled"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "allocs/op", Factor: 1.0, Of: []string{"Lifecycle/variant=scheduler-otel"}, Plus: 3, Why: "tracing, unsampled"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-sampled", Unit: "ns/op", Factor: 1.0, Of: []string{"Lifecycle/variant=crpriorityqueue"}, Why: "tracing, sampled, vs controller-runtime's default queue"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-sampled", Unit: "ns/op", Factor: 1.2, Of: []string{"Lifecycle/variant=scheduler-otel", "Lifecycle/variant=sdkfloor-sampled"}, Why: "tracing, sampled, vs what the SDK alone costs"},
+	{Subject: "Lifecycle/variant=clientgo-otelprovider", Unit: "ns/op", Factor: 1.4, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "otelqueue's client-go provider"},
+}
