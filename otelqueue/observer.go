@@ -3,6 +3,7 @@ package otelqueue
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,26 +77,24 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	}
 
 	// The root span decides sampling, once per attempt, before anything
-	// else is paid for: an unsampled attempt starts no other span.
-	var opts [4]trace.SpanStartOption
-	n := 0
-	opts[n] = trace.WithTimestamp(it.EnqueuedAt)
-	n++
-	opts[n] = trace.WithSpanKind(trace.SpanKindConsumer)
-	n++
+	// else is paid for: an unsampled attempt starts no other span. The
+	// option and link slices are recycled: the SDK copies what it keeps.
+	b := startBufs.Get().(*startBuf)
+	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), trace.WithSpanKind(trace.SpanKindConsumer))
 	parent := ctx
 	switch {
 	case o.parentMode && it.Origin.IsValid():
 		parent = trace.ContextWithRemoteSpanContext(ctx, it.Origin)
 	case trace.SpanContextFromContext(ctx).IsValid():
-		opts[n] = trace.WithNewRoot()
-		n++
+		opts = append(opts, trace.WithNewRoot())
 	}
-	if links := o.links(it); len(links) > 0 {
-		opts[n] = trace.WithLinks(links...)
-		n++
+	if links := o.links(it, b.links[:0]); len(links) > 0 {
+		opts = append(opts, trace.WithLinks(links...))
 	}
-	rootCtx, root := o.tracer.Start(parent, o.rootName, opts[:n]...)
+	rootCtx, root := o.tracer.Start(parent, o.rootName, opts...)
+	clear(b.opts[:])
+	clear(b.links[:])
+	startBufs.Put(b)
 	if !root.IsRecording() {
 		o.queueDuration.Record(rootCtx, wait, o.record...)
 		return rootCtx
@@ -128,20 +127,18 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	return context.WithValue(reconcileCtx, rootKey{}, root)
 }
 
-// links returns the links of an attempt's root span: the enqueue contexts
-// (unless one of them is the parent) and the previous attempt.
-func (o *observer[K]) links(it *scheduler.Item[K]) []trace.Link {
-	n := len(it.Links)
-	if it.Origin.IsValid() {
-		n++
-	}
-	if it.PreviousAttempt.IsValid() {
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	links := make([]trace.Link, 0, n)
+// startBuf holds the slices one root span start needs.
+type startBuf struct {
+	opts  [4]trace.SpanStartOption
+	links [scheduler.DefaultMaxLinks + 1]trace.Link
+}
+
+var startBufs = sync.Pool{New: func() any { return new(startBuf) }}
+
+// links appends to links (whose capacity it reuses when it suffices) the
+// links of an attempt's root span: the enqueue contexts (unless one of them
+// is the parent) and the previous attempt.
+func (o *observer[K]) links(it *scheduler.Item[K], links []trace.Link) []trace.Link {
 	if it.Origin.IsValid() && !o.parentMode {
 		links = append(links, trace.Link{SpanContext: it.Origin, Attributes: linkEnqueue})
 	}
