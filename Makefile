@@ -8,24 +8,39 @@
 GO        ?= go
 FUZZTIME  ?= 20s
 # make bench: BENCH selects benchmarks (a -bench regexp), BENCHTIME is go
-# test's -benchtime, COUNT the number of rounds (the defaults take 5-10
+# test's -benchtime, COUNT the number of rounds (the defaults take ~5
 # minutes on 2 cores), BENCHFLAGS go to cmd/ratios (-fail: exit 1 when a
 # target is missed).
-BENCHTIME  ?= 500ms
+BENCHTIME  ?= 1s
 COUNT      ?= 6
 BENCH      ?= .
 BENCHFLAGS ?=
 BENCHSTAT  ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-# Modules whose tests `make test` runs, root first.
+# Modules whose unit tests `make test` runs, root first; e2e/ has a target
+# of its own.
 MODULES := . bench
+# Cold builds of Jaeger and the collector take several minutes.
+E2E_TIMEOUT ?= 45m
 
-.PHONY: test unit fuzz bench demo vet
+.PHONY: test deps unit fuzz e2e bench demo vet
 
-test: vet unit fuzz
+test: deps vet unit fuzz e2e
+
+# What the end-to-end suite needs from Debian and a fresh machine lacks.
+deps:
+	@missing=""; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	if [ -n "$$missing" ]; then \
+		echo "== installing$$missing with apt-get"; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 vet:
-	@for m in $(MODULES); do echo "== go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(MODULES) e2e; do echo "== go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 unit:
 	@for m in $(MODULES); do echo "== go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
@@ -39,6 +54,11 @@ fuzz:
 # row): on a busy 2-core machine a burst of other work then spreads over all
 # variants instead of landing on one. Ratios come from one such run only:
 # between runs, or machines, they mean nothing.
+# The real stack on loopback: Jaeger and a collector built from the Go module
+# proxy (cached in e2e/.bin), Debian's Prometheus, and the example app.
+e2e:
+	cd e2e && $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) ./...
+
 bench:
 	@mkdir -p bench/results
 	cd bench && $(GO) test -c -o results/bench.test .

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// stack is the real stack shared by every test of the package.
+var stack *Stack
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: -short: skipping the end-to-end tests (they start Jaeger, a collector and Prometheus)")
+		return 0
+	}
+
+	// Cold builds of Jaeger and the collector take minutes; on a fresh
+	// machine run go test with -timeout 45m (the Makefile does). Starting
+	// gets the test timeout minus what the tests need, so that a build cut
+	// short ends with a clear message rather than a goroutine dump.
+	ctx, cancel := context.WithTimeout(context.Background(), startBudget())
+	defer cancel()
+	s, err := Start(ctx, os.Stderr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot start the stack: %v\n", err)
+		return 1
+	}
+	stack = s
+
+	failed := true
+	defer func() {
+		// Runs on a normal return; a panic inside a test kills the process
+		// instead, and Pdeathsig then kills the servers.
+		if failed {
+			s.DumpLogs(os.Stderr, 40)
+			s.StopKeep()
+		} else {
+			s.Stop()
+		}
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: goroutine leak: %v\n", err)
+				code = 1
+			}
+		}
+	}()
+
+	code = m.Run()
+	failed = code != 0
+	return code
+}
+
+// testsBudget is what the tests themselves need once the stack runs.
+const testsBudget = 3 * time.Minute
+
+// startBudget is how long building and starting the stack may take: the
+// go test -timeout minus testsBudget (at least a minute), or 45 minutes
+// without a timeout.
+func startBudget() time.Duration {
+	timeout := 45*time.Minute + testsBudget
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if d, ok := g.Get().(time.Duration); ok && d > 0 {
+				timeout = d
+			}
+		}
+	}
+	return max(timeout-testsBudget, time.Minute)
+}
