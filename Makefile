@@ -4,6 +4,7 @@
 #                short fuzz run, and the end-to-end suite (e2e/)
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
+#   make stack   Jaeger, a collector and Prometheus on 127.0.0.1, for make demo to export to
 
 GO        ?= go
 FUZZTIME  ?= 20s
@@ -23,7 +24,7 @@ MODULES := . bench
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
 
-.PHONY: test deps unit fuzz e2e bench demo vet
+.PHONY: test deps unit fuzz e2e bench demo stack vet
 
 test: deps vet unit fuzz e2e
 
@@ -69,3 +70,8 @@ bench:
 # The example controller on its embedded fake cluster, until Ctrl-C.
 demo:
 	$(GO) run ./example/app $(ARGS)
+
+# The native loopback stack (Jaeger, collector, Prometheus) for users without
+# Docker; it prints the URLs and how to point make demo at it.
+stack: deps
+	cd e2e && $(GO) run ./cmd/stack
