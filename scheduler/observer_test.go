@@ -130,3 +130,34 @@ func TestObserverTimesAnUnnamedQueue(t *testing.T) {
 		t.Errorf("removed Observer was called: %d, %d", len(deq), len(done))
 	}
 }
+
+func TestProcessingContext(t *testing.T) {
+	s := New(Config[string]{Name: "pc"})
+	defer s.ShutDown()
+	type ctxKey struct{}
+	s.SetObserver(valueObserver{key: ctxKey{}})
+	if _, ok := s.ProcessingContext("a"); ok {
+		t.Fatal("ProcessingContext of an unknown key reports true")
+	}
+	s.Add("a")
+	if _, ok := s.ProcessingContext("a"); ok {
+		t.Fatal("ProcessingContext of a queued key reports true")
+	}
+	k, _ := s.Get()
+	ctx, ok := s.ProcessingContext(k)
+	if !ok || ctx.Value(ctxKey{}) != "a" {
+		t.Fatalf("ProcessingContext(%q) = %v, %v; want the Observer's context", k, ctx, ok)
+	}
+	s.Done(k)
+	if _, ok := s.ProcessingContext(k); ok {
+		t.Fatal("ProcessingContext after Done reports true")
+	}
+}
+
+// valueObserver returns a context carrying the key under its context key.
+type valueObserver struct{ key any }
+
+func (o valueObserver) Dequeued(ctx context.Context, it *Item[string]) context.Context {
+	return context.WithValue(ctx, o.key, it.Key)
+}
+func (valueObserver) Done(context.Context, string, time.Time, time.Time) {}

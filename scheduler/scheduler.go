@@ -599,6 +599,20 @@ func (s *Scheduler[K]) resetRun(e *entry[K]) {
 	}
 }
 
+// ProcessingContext returns the context key is being processed in (the
+// Item.Context of its run in flight), and false when key is not in flight.
+// It lets code that receives only the key from a plain Get, such as
+// controller-runtime's controller, find the span of the run.
+func (s *Scheduler[K]) ProcessingContext(key K) (context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[key]
+	if !ok || !e.processing || e.proc.ctx == nil {
+		return nil, false
+	}
+	return e.proc.ctx, true
+}
+
 // Done marks the end of the processing of key. If key was added again
 // meanwhile, it becomes pending again: ready at once, or when its delay ends.
 // Done of a key that is not being processed does nothing.
