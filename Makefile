@@ -20,7 +20,7 @@ BENCHSTAT  ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22
 
 # Modules whose unit tests `make test` runs, root first; e2e/ has a target
 # of its own.
-MODULES := . bench
+MODULES := . bench controllerruntime
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
 
@@ -50,16 +50,16 @@ unit:
 fuzz:
 	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
 
-# The test binary is built once and run COUNT times, each round running
-# every benchmark once (go test -count would run each one COUNT times in a
-# row): on a busy 2-core machine a burst of other work then spreads over all
-# variants instead of landing on one. Ratios come from one such run only:
-# between runs, or machines, they mean nothing.
 # The real stack on loopback: Jaeger and a collector built from the Go module
 # proxy (cached in e2e/.bin), Debian's Prometheus, and the example app.
 e2e:
 	cd e2e && $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) ./...
 
+# The test binary is built once and run COUNT times, each round running
+# every benchmark once (go test -count would run each one COUNT times in a
+# row): on a busy 2-core machine a burst of other work then spreads over all
+# variants instead of landing on one. Ratios come from one such run only:
+# between runs, or machines, they mean nothing.
 bench:
 	@mkdir -p bench/results
 	cd bench && $(GO) test -c -o results/bench.test .

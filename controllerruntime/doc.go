@@ -1,0 +1,98 @@
+// Package controllerruntime plugs otelqueue's scheduler and its
+// OpenTelemetry instrumentation into sigs.k8s.io/controller-runtime.
+//
+// It is a module of its own so that users of the otelqueue library who do
+// not use controller-runtime never download it.
+//
+// # Usage
+//
+// One [Controller] value per controller-runtime controller:
+//
+//	otq := controllerruntime.New()           // global OTel providers by default
+//	err := builder.ControllerManagedBy(mgr).
+//		For(&corev1.ConfigMap{}).
+//		WithOptions(controller.Options{NewQueue: otq.NewQueue}).
+//		Complete(otq.Reconciler(myReconciler))
+//
+// controller-runtime builds the queue lazily, when the controller starts, by
+// calling [Controller.NewQueue] with the controller's name and rate limiter.
+// That builds a [scheduler.Scheduler] named after the controller, instruments
+// it with otelqueue.Instrument and remembers it, so that the reconciler
+// returned by [Controller.Reconciler] finds the trace of the request it is
+// given without the user ever holding the queue. Every reconcile then runs
+// with a ctx that keeps everything controller-runtime put in it (logger,
+// reconcileID, cancellation, ReconciliationTimeout) and carries the
+// "reconcile" span of the attempt, so that spans the reconciler starts are its
+// children.
+//
+// The package-level [NewQueue] (and [NewTypedQueue]) is the same queue for
+// code that only wants the metrics and the "queued" / "reconcile" spans; a
+// reconciler it is used with is not wrapped, so its own spans start new
+// traces.
+//
+// # Traces
+//
+// One trace per reconcile attempt, as documented by package otelqueue: a
+// root "process <controller>" span with "queued" (the wait) and "reconcile"
+// (the work) children, the reconciler's spans under "reconcile". The wrapped
+// reconciler also sets the "result" attribute of "reconcile" (success,
+// error, requeue, requeue_after, panic: controller-runtime's result labels)
+// and its error status. A panic is recorded and re-panicked, so
+// controller-runtime's RecoverPanic handling is unchanged.
+//
+// controller-runtime's own event handlers call the queue's plain Add and
+// AddWithOpts, with no context. Use [EnqueueRequestForObject] (or
+// [TypedEnqueueRequestForObject]) in Watches to enqueue with the handler's
+// ctx and with the span context found in the object's
+// tracing.k8s.io/traceparent annotation (otelqueue.TraceparentAnnotation,
+// written by otelqueue.InjectTraceparent), so that the reconcile trace links
+// to the change that caused it.
+//
+// # Priorities
+//
+// The queue returned by NewQueue implements controller-runtime's
+// priorityqueue.PriorityQueue itself (AddWithOpts, GetWithPriority), so
+// controller-runtime uses it directly rather than wrapping it, and event
+// handlers receive it as it is. It has no priorities: AddOpts.Priority is
+// ignored, GetWithPriority always reports priority 0 and keys run in the
+// order they became ready, exactly as controller-runtime treats any queue
+// that is not its priority queue. In particular
+// handler.WithLowPriorityWhenUnchanged and reconcile.Result.Priority have
+// no effect: after a restart, the initial list of every object is not put
+// behind real changes. AddOpts.RateLimited and AddOpts.After keep their
+// meaning (AddRateLimited, AddAfter; RateLimited wins when both are set, as
+// in controller-runtime's wrapper for non-priority queues).
+//
+// # Metrics
+//
+// Setting Options.NewQueue replaces controller-runtime's queue, and with it
+// the queue's metrics: controller-runtime's Prometheus workqueue provider is
+// never called for this queue, so nothing is counted twice.
+//
+//   - In controller-runtime's registry (sigs.k8s.io/controller-runtime/pkg/metrics.Registry,
+//     served by the manager's metrics server) the controller_runtime_*
+//     series of the controller are still there (reconcile_total,
+//     reconcile_errors_total, reconcile_time_seconds, active_workers,
+//     max_concurrent_reconciles, ...), but there is no workqueue_* series
+//     with name="<controller>".
+//   - The workqueue_* series of the controller come from OpenTelemetry
+//     only. Through the OpenTelemetry Prometheus exporter
+//     (go.opentelemetry.io/otel/exporters/prometheus) they have
+//     controller-runtime's names and its "name" and "controller" labels:
+//     workqueue_depth, workqueue_adds_total, workqueue_retries_total,
+//     workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+//     workqueue_unfinished_work_seconds,
+//     workqueue_longest_running_processor_seconds, plus otelqueue's own
+//     (workqueue_oldest_pending_item_seconds, workqueue_delayed,
+//     workqueue_coalesced_total), and the exporter's otel_scope_* labels
+//     unless it is built WithoutScopeInfo. The two histograms carry
+//     exemplars pointing to the attempt's trace. Unlike the series of
+//     controller-runtime's priority queue, workqueue_depth has no
+//     "priority" label (this queue has no priorities), and the histogram
+//     buckets are otelqueue's (otelqueue.DefaultBuckets), not
+//     controller-runtime's.
+//
+// An application that serves both registries on one endpoint (for example
+// by giving the exporter controller-runtime's metrics.Registry as its
+// Registerer) therefore exposes each workqueue_* series exactly once.
+package controllerruntime

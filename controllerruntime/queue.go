@@ -1,0 +1,98 @@
+package controllerruntime
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Queue is an instrumented [scheduler.Scheduler] that controller-runtime
+// takes as its own priority queue (see the package documentation for the
+// priorities it does not have). Every method of the scheduler, the
+// context-aware ones included, is available on it.
+type Queue[request comparable] struct {
+	*scheduler.Scheduler[request]
+	inst *otelqueue.Instrumentation
+}
+
+var _ priorityqueue.PriorityQueue[reconcile.Request] = (*Queue[reconcile.Request])(nil)
+
+// NewQueue returns a function for controller.Options.NewQueue that builds,
+// for each controller, a [Queue] named after the controller with the
+// controller's rate limiter, instrumented with otelqueue.Instrument(q,
+// opts...). If the instrumentation cannot be installed (an invalid option),
+// the error goes to otel.Handle and the queue works uninstrumented.
+//
+// Use [New] instead to also wrap the reconciler, so that its spans are
+// children of the "reconcile" span.
+func NewQueue(opts ...otelqueue.Option) func(controllerName string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return NewTypedQueue[reconcile.Request](opts...)
+}
+
+// NewTypedQueue is NewQueue for typed controllers
+// (controller.TypedOptions[request].NewQueue).
+func NewTypedQueue[request comparable](opts ...otelqueue.Option) func(controllerName string, rl workqueue.TypedRateLimiter[request]) workqueue.TypedRateLimitingInterface[request] {
+	return func(controllerName string, rl workqueue.TypedRateLimiter[request]) workqueue.TypedRateLimitingInterface[request] {
+		return newQueue(controllerName, rl, opts)
+	}
+}
+
+func newQueue[request comparable](name string, rl workqueue.TypedRateLimiter[request], opts []otelqueue.Option) *Queue[request] {
+	q := &Queue[request]{Scheduler: scheduler.New(scheduler.Config[request]{Name: name, RateLimiter: rl})}
+	inst, err := otelqueue.Instrument(q.Scheduler, opts...)
+	if err != nil {
+		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: queue %q works uninstrumented: %w", name, err))
+		return q
+	}
+	q.inst = inst
+	return q
+}
+
+// Instrumentation returns the queue's instrumentation, nil when it could not
+// be installed. Stopping it after the controller stopped releases the
+// queue's metric callback (controller-runtime builds a queue per start).
+func (q *Queue[request]) Instrumentation() *otelqueue.Instrumentation { return q.inst }
+
+// AddWithOpts adds items as controller-runtime's wrapper for non-priority
+// queues does: AddRateLimited when o.RateLimited, else AddAfter when
+// o.After > 0, else Add. o.Priority is ignored.
+func (q *Queue[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
+	for _, item := range items {
+		switch {
+		case o.RateLimited:
+			q.AddRateLimited(item)
+		case o.After > 0:
+			q.AddAfter(item, o.After)
+		default:
+			q.Add(item)
+		}
+	}
+}
+
+// AddWithOptsContext is AddWithOpts that keeps the span context of ctx with
+// each item (AddRateLimitedContext, AddAfterContext, AddContext).
+func (q *Queue[request]) AddWithOptsContext(ctx context.Context, o priorityqueue.AddOpts, items ...request) {
+	for _, item := range items {
+		switch {
+		case o.RateLimited:
+			q.AddRateLimitedContext(ctx, item)
+		case o.After > 0:
+			q.AddAfterContext(ctx, item, o.After)
+		default:
+			q.AddContext(ctx, item)
+		}
+	}
+}
+
+// GetWithPriority is Get; the priority is always 0.
+func (q *Queue[request]) GetWithPriority() (item request, priority int, shutdown bool) {
+	item, shutdown = q.Get()
+	return item, 0, shutdown
+}
