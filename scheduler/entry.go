@@ -34,6 +34,8 @@ type entry[K comparable] struct {
 
 	heapIdx   int32
 	coalesced int32
+	prio      int32  // priority of the pending run: the highest it was added with
+	seq       uint32 // bumped on every push into the ready queue; kept across reuse
 
 	place      place
 	pending    bool // a run is pending (ready, delayed, or held)
@@ -52,6 +54,9 @@ type extras struct {
 	deadline    int64 // latest ready time debouncing may choose
 	hasDeadline bool
 }
+
+// readySince is when the pending run became ready to run.
+func (e *entry[K]) readySince() int64 { return max(e.readyAt, e.enqueued) }
 
 func (e *entry[K]) extras() *extras {
 	if e.x == nil {

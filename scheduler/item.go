@@ -35,6 +35,9 @@ type Item[K comparable] struct {
 	Requeues int
 	// Coalesced counts the adds merged into this run after the first one.
 	Coalesced int
+	// Priority is the highest priority the run was added with (see
+	// AddOptions.Priority); 0 for plain adds.
+	Priority int
 
 	// Origin is the span context of the first add of this run that carried a
 	// valid one (zero when none did).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -38,7 +39,7 @@ type Scheduler[K comparable] struct {
 	set   settings
 
 	entries  map[K]*entry[K]
-	ready    fifo[K]
+	ready    readyQueue[K]
 	delayed  delayHeap[K]
 	held     int
 	inflight struct {
@@ -67,6 +68,10 @@ type Scheduler[K comparable] struct {
 	wg          sync.WaitGroup
 
 	stats statsCell
+	// statsOn tells operations to publish into stats: from the first Stats
+	// call, or from the start for a named or observed queue. A bare queue
+	// that nobody asks for numbers pays nothing for them.
+	statsOn atomic.Bool
 }
 
 var _ workqueue.TypedRateLimitingInterface[string] = (*Scheduler[string])(nil)
@@ -95,6 +100,7 @@ func New[K comparable](cfg Config[K]) *Scheduler[K] {
 	s.drained.L = &s.mu
 	s.timed = s.name != ""
 	s.stats.v.timed = s.timed
+	s.statsOn.Store(s.timed)
 	return s
 }
 
@@ -108,6 +114,9 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.mu.Lock()
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
+	if s.timed {
+		s.statsOn.Store(true)
+	}
 	s.publishLocked()
 	s.mu.Unlock()
 }
@@ -175,7 +184,45 @@ func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
 		return
 	}
 	d := s.rl.When(key)
-	s.enqueueRequeue(key, sc, d, addRateLimited, s.rl.NumRequeues(key))
+	s.enqueueRequeue(key, sc, d, addRateLimited, s.rl.NumRequeues(key), 0)
+}
+
+// AddOptions are the options of AddWithOptions, as controller-runtime's
+// priorityqueue.AddOpts.
+type AddOptions struct {
+	// After delays the keys, as AddAfter.
+	After time.Duration
+	// RateLimited delays the keys by the RateLimiter, as AddRateLimited;
+	// with After also set, the shorter delay wins.
+	RateLimited bool
+	// Priority orders ready keys: a higher priority is handed out first,
+	// keys of one priority in the order they became ready. A pending key
+	// keeps the highest priority it was added with; raising the priority of
+	// a ready key moves it to the end of its new priority. Plain adds have
+	// priority 0.
+	Priority int
+}
+
+// AddWithOptions adds keys with opts, keeping the span context of ctx as
+// AddContext does.
+func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys ...K) {
+	sc := trace.SpanContextFromContext(ctx)
+	for _, key := range keys {
+		delay, kind, requeues := opts.After, addPlain, 0
+		if delay > 0 {
+			kind = addDelayed
+		}
+		if opts.RateLimited {
+			if s.ShuttingDown() {
+				return
+			}
+			if d := s.rl.When(key); delay <= 0 || d < delay {
+				delay = d
+			}
+			kind, requeues = addRateLimited, s.rl.NumRequeues(key)
+		}
+		s.enqueueRequeue(key, sc, delay, kind, requeues, opts.Priority)
+	}
 }
 
 // Forget tells the RateLimiter to stop tracking key's failures. It does not
@@ -194,12 +241,12 @@ const (
 )
 
 func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration, kind addKind) {
-	s.enqueueRequeue(key, sc, delay, kind, 0)
+	s.enqueueRequeue(key, sc, delay, kind, 0, 0)
 }
 
-// enqueueRequeue adds key; requeues is the rate limiter's failure count for
-// rate-limited adds.
-func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues int) {
+// enqueueRequeue adds key at priority prio; requeues is the rate limiter's
+// failure count for rate-limited adds.
+func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, prio int) {
 	s.mu.Lock()
 	if s.shuttingDown {
 		s.mu.Unlock()
@@ -253,10 +300,10 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 			e.x.deadline = min(e.x.deadline, target)
 		}
 		e.readyAt, e.reason = target, reason
+		e.prio = int32(prio)
 		if e.processing {
 			s.held++
 		} else if immediate {
-			e.place = inReady
 			s.ready.push(e)
 			signal = true
 		} else {
@@ -267,11 +314,17 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 		if e.coalesced < math.MaxInt32 {
 			e.coalesced++
 		}
+		if int32(prio) > e.prio {
+			if e.place == inReady {
+				s.ready.raise(e, prio)
+			} else {
+				e.prio = int32(prio)
+			}
+		}
 		if e.place != inReady {
 			s.moveLocked(e, target, reason, debounce, immediate, now)
 			if e.place == inDelay && e.readyAt <= now {
 				s.delayed.remove(int(e.heapIdx))
-				e.place = inReady
 				s.ready.push(e)
 				signal = true
 			}
@@ -349,7 +402,6 @@ func (s *Scheduler[K]) promoteLocked(now int64) {
 	n := 0
 	for len(s.delayed) > 0 && s.delayed[0].at <= now {
 		e := s.delayed.remove(0)
-		e.place = inReady
 		s.ready.push(e)
 		n++
 	}
@@ -439,6 +491,16 @@ func (s *Scheduler[K]) Get() (key K, shutdown bool) {
 		return key, true
 	}
 	return it.Key, false
+}
+
+// GetWithPriority is Get that also returns the priority of the key's run
+// (see AddOptions.Priority), as controller-runtime's priority queue does.
+func (s *Scheduler[K]) GetWithPriority() (key K, priority int, shutdown bool) {
+	it, err := s.get(context.Background(), true)
+	if err != nil {
+		return key, 0, true
+	}
+	return it.Key, it.Priority, false
 }
 
 // GetContext is Get for workers that want the whole Item: it blocks until a
@@ -569,6 +631,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall time.Time) {
 	it.Reason = e.reason
 	it.Coalesced = int(e.coalesced)
+	it.Priority = int(e.prio)
 	if s.timed {
 		if wall.IsZero() {
 			wall = s.at(started)
@@ -593,6 +656,7 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 func (s *Scheduler[K]) resetRun(e *entry[K]) {
 	e.origin = spanRef{}
 	e.coalesced = 0
+	e.prio = 0
 	e.debounced = false
 	if x := e.x; x != nil {
 		*x = extras{}
@@ -663,7 +727,6 @@ func (s *Scheduler[K]) Done(key K) {
 			if e.readyAt < now {
 				e.readyAt, e.reason = now, WaitHeld
 			}
-			e.place = inReady
 			s.ready.push(e)
 			signal = true
 		}
@@ -733,8 +796,18 @@ func (s *Scheduler[K]) ShuttingDown() bool {
 }
 
 // Stats returns a consistent snapshot of the queue's numbers. It does not
-// take the queue lock, and reads the clock only to compute the ages.
+// take the queue lock (except once, at the first call on an unnamed queue
+// with no Observer, which until then publishes nothing), and reads the clock
+// only to compute the ages.
 func (s *Scheduler[K]) Stats() Stats {
+	if !s.statsOn.Load() {
+		// The first call of an unnamed queue: from now on operations
+		// publish; this once, publish what is there under the queue lock.
+		s.mu.Lock()
+		s.statsOn.Store(true)
+		s.publishLocked()
+		s.mu.Unlock()
+	}
 	v := s.stats.load()
 	return v.snapshot(s.now)
 }
@@ -748,7 +821,7 @@ func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
 		if x != nil {
 			*x = extras{}
 		}
-		*e = entry[K]{x: x}
+		*e = entry[K]{x: x, seq: e.seq} // seq survives: stale ready slots may still point here
 		s.freeEntries = append(s.freeEntries, e)
 	}
 }
@@ -786,6 +859,9 @@ func (s *Scheduler[K]) freeProc(p *proc) {
 
 // publishLocked copies the queue's numbers into the stats cell.
 func (s *Scheduler[K]) publishLocked() {
+	if !s.statsOn.Load() {
+		return
+	}
 	c := &s.stats
 	c.mu.Lock()
 	v := &c.v
@@ -796,8 +872,8 @@ func (s *Scheduler[K]) publishLocked() {
 	v.adds, v.retries, v.coalesced = s.adds, s.retries, s.coalesced
 	v.timed = s.timed
 	if s.timed {
-		if s.ready.n > 0 {
-			v.oldestReady = max(s.ready.peek().readyAt, s.ready.peek().enqueued)
+		if e := s.ready.oldest(); e != nil {
+			v.oldestReady = e.readySince()
 		}
 		if h := s.inflight.head; h != nil {
 			v.oldestStart = h.started

@@ -1,34 +1,44 @@
 package scheduler
 
-// fifo is a growable ring of entries: the keys ready for a worker, in the
-// order they became ready.
+// fifo is a growable ring of slots: the keys ready for a worker at one
+// priority, in the order they became ready.
 type fifo[K comparable] struct {
-	buf  []*entry[K]
+	buf  []slot[K]
 	head int
 	n    int
 }
 
+// slot is a place in a fifo. It is stale when its entry has moved since
+// (seq differs) or is no longer ready: raising a ready key's priority pushes
+// it again at its new priority instead of searching the old ring.
+type slot[K comparable] struct {
+	e   *entry[K]
+	seq uint32
+}
+
+func (s slot[K]) valid() bool { return s.e.seq == s.seq && s.e.place == inReady }
+
 func (q *fifo[K]) len() int { return q.n }
 
-func (q *fifo[K]) push(e *entry[K]) {
+func (q *fifo[K]) push(sl slot[K]) {
 	if q.n == len(q.buf) {
 		q.grow()
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = e
+	q.buf[(q.head+q.n)&(len(q.buf)-1)] = sl
 	q.n++
 }
 
-func (q *fifo[K]) peek() *entry[K] { return q.buf[q.head] }
+func (q *fifo[K]) peek() slot[K] { return q.buf[q.head] }
 
-func (q *fifo[K]) pop() *entry[K] {
-	e := q.buf[q.head]
-	q.buf[q.head] = nil
+func (q *fifo[K]) pop() slot[K] {
+	sl := q.buf[q.head]
+	q.buf[q.head] = slot[K]{}
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.n--
 	if q.n == 0 {
 		q.head = 0
 	}
-	return e
+	return sl
 }
 
 func (q *fifo[K]) grow() {
@@ -36,11 +46,100 @@ func (q *fifo[K]) grow() {
 	if size == 0 {
 		size = 16
 	}
-	buf := make([]*entry[K], size)
+	buf := make([]slot[K], size)
 	for i := 0; i < q.n; i++ {
 		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
 	}
 	q.buf, q.head = buf, 0
+}
+
+// readyQueue holds the ready keys: one fifo per priority, highest priority
+// first. A queue whose keys all have priority 0 has a single level.
+type readyQueue[K comparable] struct {
+	levels []level[K] // by priority, highest first
+	n      int        // ready entries (stale slots not counted)
+}
+
+type level[K comparable] struct {
+	prio int
+	n    int // ready entries at this priority
+	q    fifo[K]
+}
+
+func (r *readyQueue[K]) len() int { return r.n }
+
+// level returns the level of priority p, creating it in order.
+func (r *readyQueue[K]) level(p int) *level[K] {
+	for i := range r.levels {
+		switch l := &r.levels[i]; {
+		case l.prio == p:
+			return l
+		case l.prio < p:
+			r.levels = append(r.levels, level[K]{})
+			copy(r.levels[i+1:], r.levels[i:])
+			r.levels[i] = level[K]{prio: p}
+			return &r.levels[i]
+		}
+	}
+	r.levels = append(r.levels, level[K]{prio: p})
+	return &r.levels[len(r.levels)-1]
+}
+
+// push makes e ready at its priority.
+func (r *readyQueue[K]) push(e *entry[K]) {
+	e.place = inReady
+	e.seq++
+	var l *level[K]
+	if len(r.levels) > 0 && r.levels[0].prio == int(e.prio) {
+		l = &r.levels[0] // the common case: one priority
+	} else {
+		l = r.level(int(e.prio))
+	}
+	l.q.push(slot[K]{e: e, seq: e.seq})
+	l.n++
+	r.n++
+}
+
+// raise moves the ready entry e to priority p, at the end of that level.
+func (r *readyQueue[K]) raise(e *entry[K], p int) {
+	r.level(int(e.prio)).n--
+	r.n--
+	e.prio = int32(p)
+	r.push(e)
+}
+
+// pop takes the oldest entry of the highest priority; r.len() must be > 0.
+func (r *readyQueue[K]) pop() *entry[K] {
+	for i := range r.levels {
+		l := &r.levels[i]
+		for l.n > 0 {
+			if sl := l.q.pop(); sl.valid() {
+				l.n--
+				r.n--
+				return sl.e
+			}
+		}
+	}
+	panic("scheduler: pop of an empty ready queue")
+}
+
+// oldest returns the entry that has been ready the longest, at any
+// priority, or nil.
+func (r *readyQueue[K]) oldest() *entry[K] {
+	var old *entry[K]
+	for i := range r.levels {
+		l := &r.levels[i]
+		if l.n == 0 {
+			continue
+		}
+		for !l.q.peek().valid() {
+			l.q.pop()
+		}
+		if e := l.q.peek().e; old == nil || e.readySince() < old.readySince() {
+			old = e
+		}
+	}
+	return old
 }
 
 // delayHeap is a 4-ary min-heap of delayed entries ordered by ready time.
