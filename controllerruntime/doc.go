@@ -53,15 +53,14 @@
 // The queue returned by NewQueue implements controller-runtime's
 // priorityqueue.PriorityQueue itself (AddWithOpts, GetWithPriority), so
 // controller-runtime uses it directly rather than wrapping it, and event
-// handlers receive it as it is. It has no priorities: AddOpts.Priority is
-// ignored, GetWithPriority always reports priority 0 and keys run in the
-// order they became ready, exactly as controller-runtime treats any queue
-// that is not its priority queue. In particular
-// handler.WithLowPriorityWhenUnchanged and reconcile.Result.Priority have
-// no effect: after a restart, the initial list of every object is not put
-// behind real changes. AddOpts.RateLimited and AddOpts.After keep their
-// meaning (AddRateLimited, AddAfter; RateLimited wins when both are set, as
-// in controller-runtime's wrapper for non-priority queues).
+// handlers receive it as it is. It orders ready keys as controller-runtime's
+// priority queue does: by AddOpts.Priority, highest first, and within one
+// priority in the order they became ready; a pending key keeps the highest
+// priority it was added with, and raising it moves the key to the end of its
+// new priority. So handler.WithLowPriorityWhenUnchanged puts the initial list
+// behind real changes after a restart, as with controller-runtime's own
+// queue. AddOpts.After and AddOpts.RateLimited delay keys (the shorter delay
+// wins when both are set). GetWithPriority reports the run's priority.
 //
 // # Metrics
 //
@@ -88,7 +87,7 @@
 //     unless it is built WithoutScopeInfo. The two histograms carry
 //     exemplars pointing to the attempt's trace. Unlike the series of
 //     controller-runtime's priority queue, workqueue_depth has no
-//     "priority" label (this queue has no priorities), and the histogram
+//     "priority" label (depth is reported for all priorities together), and the histogram
 //     buckets are otelqueue's (otelqueue.DefaultBuckets), not
 //     controller-runtime's.
 //

@@ -60,39 +60,28 @@ func newQueue[request comparable](name string, rl workqueue.TypedRateLimiter[req
 // queue's metric callback (controller-runtime builds a queue per start).
 func (q *Queue[request]) Instrumentation() *otelqueue.Instrumentation { return q.inst }
 
-// AddWithOpts adds items as controller-runtime's wrapper for non-priority
-// queues does: AddRateLimited when o.RateLimited, else AddAfter when
-// o.After > 0, else Add. o.Priority is ignored.
+// AddWithOpts implements priorityqueue.PriorityQueue with
+// controller-runtime's semantics: After delays the keys, RateLimited delays
+// them by the rate limiter (the shorter delay wins when both are set), and
+// Priority orders ready keys, highest first; a pending key keeps the highest
+// priority it was added with. The keys carry no span context: use
+// AddWithOptsContext for that.
 func (q *Queue[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
-	for _, item := range items {
-		switch {
-		case o.RateLimited:
-			q.AddRateLimited(item)
-		case o.After > 0:
-			q.AddAfter(item, o.After)
-		default:
-			q.Add(item)
-		}
-	}
+	q.AddWithOptsContext(context.Background(), o, items...)
 }
 
 // AddWithOptsContext is AddWithOpts that keeps the span context of ctx with
-// each item (AddRateLimitedContext, AddAfterContext, AddContext).
+// the keys, as scheduler.Scheduler.AddContext does.
 func (q *Queue[request]) AddWithOptsContext(ctx context.Context, o priorityqueue.AddOpts, items ...request) {
-	for _, item := range items {
-		switch {
-		case o.RateLimited:
-			q.AddRateLimitedContext(ctx, item)
-		case o.After > 0:
-			q.AddAfterContext(ctx, item, o.After)
-		default:
-			q.AddContext(ctx, item)
-		}
+	opts := scheduler.AddOptions{After: o.After, RateLimited: o.RateLimited}
+	if o.Priority != nil {
+		opts.Priority = *o.Priority
 	}
+	q.AddWithOptions(ctx, opts, items...)
 }
 
-// GetWithPriority is Get; the priority is always 0.
+// GetWithPriority implements priorityqueue.PriorityQueue: the scheduler's
+// GetWithPriority.
 func (q *Queue[request]) GetWithPriority() (item request, priority int, shutdown bool) {
-	item, shutdown = q.Get()
-	return item, 0, shutdown
+	return q.Scheduler.GetWithPriority()
 }

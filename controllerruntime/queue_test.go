@@ -53,30 +53,42 @@ func TestQueueIsAPriorityQueue(t *testing.T) {
 	}
 }
 
-// TestAddWithOpts: RateLimited, After and plain adds keep their meaning;
-// priorities are ignored (FIFO) and GetWithPriority reports 0.
+// TestAddWithOpts: RateLimited, After and plain adds keep their meaning,
+// and priorities order the ready keys as controller-runtime's queue does.
 func TestAddWithOpts(t *testing.T) {
 	noErrors(t)
 	q := newQueue(t, newTelemetry(t), "opts")
-	high := 10
+	high, low := 10, -100
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req("initial"))
 	q.AddWithOpts(priorityqueue.AddOpts{}, req("a"))
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: &high}, req("b"))
 	q.AddWithOpts(priorityqueue.AddOpts{After: time.Hour}, req("later"))
-	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, After: time.Nanosecond}, req("limited"))
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, req("backoff"))
 	st := q.Stats()
-	if st.Depth != 2 || st.Delayed != 2 {
-		t.Errorf("depth %d delayed %d, want 2 ready, 2 delayed", st.Depth, st.Delayed)
+	if st.Depth != 3 || st.Delayed != 2 {
+		t.Errorf("depth %d delayed %d, want 3 ready, 2 delayed", st.Depth, st.Delayed)
 	}
-	if n := q.NumRequeues(req("limited")); n != 1 {
-		t.Errorf("NumRequeues(limited) = %d, want 1: RateLimited must go through the rate limiter", n)
+	if n := q.NumRequeues(req("backoff")); n != 1 {
+		t.Errorf("NumRequeues(backoff) = %d, want 1: RateLimited must go through the rate limiter", n)
 	}
-	for _, want := range []string{"a", "b"} {
+	for _, want := range []struct {
+		key  string
+		prio int
+	}{{"b", high}, {"a", 0}, {"initial", low}} {
 		got, prio, shutdown := q.GetWithPriority()
-		if shutdown || got != req(want) || prio != 0 {
-			t.Errorf("GetWithPriority = %v, %d, %v; want %s, 0, false", got, prio, shutdown, want)
+		if shutdown || got != req(want.key) || prio != want.prio {
+			t.Errorf("GetWithPriority = %v, %d, %v; want %s, %d, false", got, prio, shutdown, want.key, want.prio)
 		}
 		q.Done(got)
 	}
+	// With RateLimited and After both set the shorter delay wins, as in
+	// controller-runtime: here After (1 ns) beats the limiter's hour.
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, After: time.Nanosecond}, req("limited"))
+	k, _, _ := q.GetWithPriority()
+	if k != req("limited") {
+		t.Errorf("got %v, want limited, due after 1 ns", k)
+	}
+	q.Done(k)
 }
 
 // TestAddWithOptsContext keeps the caller's span context with the key.
