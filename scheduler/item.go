@@ -66,12 +66,3 @@ func (it *Item[K]) Context() context.Context {
 	}
 	return it.ctx
 }
-
-// linkSet holds the span contexts beyond an entry's Origin. It is allocated
-// only for keys that collect more than one context or retry from a traced
-// run, so a plain Add costs no allocation.
-type linkSet struct {
-	links    []trace.SpanContext
-	dropped  int
-	previous trace.SpanContext
-}
