@@ -66,6 +66,11 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 	return o
 }
 
+// NeedsWallClock tells the scheduler whether the times it reports become span
+// timestamps (they must then follow the wall clock); with tracing off only
+// durations are recorded.
+func (o *observer[K]) NeedsWallClock() bool { return o.tracing }
+
 // Dequeued starts the attempt's trace and records the queue wait inside it.
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
 	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()

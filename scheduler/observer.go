@@ -10,6 +10,11 @@ import (
 // provides the OpenTelemetry implementation; install one with
 // [Scheduler.SetObserver].
 //
+// An Observer that uses only durations, not span timestamps, may also have
+// a method NeedsWallClock() bool that returns false: the scheduler then
+// reads the cheaper monotonic clock only, and the times it reports are
+// relative to the wall clock of the scheduler's creation.
+//
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
 // concurrent use and should be fast: they run once per item.

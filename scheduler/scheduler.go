@@ -53,8 +53,9 @@ type Scheduler[K comparable] struct {
 
 	adds, retries, coalesced uint64
 
-	obs   Observer[K]
-	timed bool
+	obs       Observer[K]
+	timed     bool
+	wallClock bool // obs wants times against a fresh wall-clock reading
 
 	shuttingDown bool
 	drain        bool
@@ -114,6 +115,10 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.mu.Lock()
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
+	s.wallClock = obs != nil
+	if w, ok := obs.(interface{ NeedsWallClock() bool }); ok {
+		s.wallClock = w.NeedsWallClock()
+	}
 	if s.timed {
 		s.statsOn.Store(true)
 	}
@@ -527,7 +532,7 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	p := s.newProc()
 	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
 	obs := s.obs
-	if obs != nil {
+	if obs != nil && s.wallClock {
 		// Observers turn the times into span timestamps, so they are taken
 		// relative to a fresh wall-clock reading: a wall clock stepped since
 		// New does not shift them against spans timed by time.Now.
@@ -707,7 +712,7 @@ func (s *Scheduler[K]) Done(key K) {
 	var wall time.Time
 	obs := s.obs
 	switch {
-	case obs != nil:
+	case obs != nil && s.wallClock:
 		wall = s.clock.Now() // see get
 		now = int64(wall.Sub(s.base))
 	case s.timed || (e.pending && e.readyAt != 0):
@@ -744,6 +749,9 @@ func (s *Scheduler[K]) Done(key K) {
 		s.cond.Signal()
 	}
 	if obs != nil && ctx != nil {
+		if wall.IsZero() {
+			wall = s.at(now)
+		}
 		obs.Done(ctx, key, wall.Add(time.Duration(started-now)), wall)
 	}
 }
