@@ -159,24 +159,7 @@ type jaegerResponse struct {
 }
 
 func (j *Jaeger) get(ctx context.Context, path string, q url.Values, into any) error {
-	u := strings.TrimRight(j.BaseURL, "/") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	c := j.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	u, resp, body, err := httpGet(ctx, j.Client, j.BaseURL, path, q)
 	if err != nil {
 		return err
 	}
@@ -194,6 +177,29 @@ func (j *Jaeger) get(ctx context.Context, path string, q url.Values, into any) e
 		return fmt.Errorf("GET %s: %s", u, r.Errors[0].Msg)
 	}
 	return json.Unmarshal(r.Data, into)
+}
+
+// httpGet GETs base+path?q with c (http.DefaultClient when nil) and returns
+// the URL, the response (its body already read and closed) and the body.
+func httpGet(ctx context.Context, c *http.Client, base, path string, q url.Values) (string, *http.Response, []byte, error) {
+	u := strings.TrimRight(base, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return u, nil, nil, err
+	}
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return u, nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return u, resp, body, err
 }
 
 // GetTrace returns one trace by its 32-hex-digit ID, or an error wrapping

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -82,24 +81,7 @@ type promResponse struct {
 }
 
 func (p *Prometheus) get(ctx context.Context, path string, q url.Values, into any) error {
-	u := strings.TrimRight(p.BaseURL, "/") + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	c := p.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	u, resp, body, err := httpGet(ctx, p.Client, p.BaseURL, path, q)
 	if err != nil {
 		return err
 	}
