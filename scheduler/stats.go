@@ -67,12 +67,6 @@ type statsValues struct {
 	timed                              bool
 }
 
-func (c *statsCell) store(v *statsValues) {
-	c.mu.Lock()
-	c.v = *v
-	c.mu.Unlock()
-}
-
 func (c *statsCell) load() statsValues {
 	c.mu.Lock()
 	v := c.v

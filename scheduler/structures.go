@@ -18,8 +18,6 @@ type slot[K comparable] struct {
 
 func (s slot[K]) valid() bool { return s.e.seq == s.seq && s.e.place == inReady }
 
-func (q *fifo[K]) len() int { return q.n }
-
 func (q *fifo[K]) push(sl slot[K]) {
 	if q.n == len(q.buf) {
 		q.grow()
