@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -115,52 +116,131 @@ func TestPriorityStaleSlotsAreNotCounted(t *testing.T) {
 	}
 }
 
-// TestPriorityModel checks random adds with priorities against a model:
-// keys come out by priority, highest first, and within a priority in the
-// order they became ready at it; each pending key exactly once.
+// TestPriorityModel checks random adds with priorities, interleaved with
+// gets, against a model: keys come out by priority, highest first, and
+// within a priority in the order they became ready at it; each pending key
+// exactly once; DepthByPriority agrees with the model after every step.
+// Half the rounds use more priorities than the queue keeps while empty, so
+// that levels are dropped and created again while others hold keys.
 func TestPriorityModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	for round := 0; round < 200; round++ {
+	for round := 0; round < 400; round++ {
 		s := New(Config[string]{})
 		type pend struct {
 			prio, seq int
 		}
 		model := map[string]pend{}
+		spread := 4
+		if round%2 == 1 {
+			spread = 3 * maxIdleLevels
+		}
 		seq := 0
-		for op := 0; op < 40; op++ {
-			key := string(rune('a' + rng.IntN(8)))
-			prio := rng.IntN(4) - 1
-			s.AddWithOptions(context.Background(), AddOptions{Priority: prio}, key)
-			seq++
-			if p, ok := model[key]; !ok {
-				model[key] = pend{prio, seq}
-			} else if prio > p.prio {
-				model[key] = pend{prio, seq}
+		for op := 0; op < 80; op++ {
+			if rng.IntN(3) == 0 && len(model) > 0 {
+				// Get: the model's first key by priority, then order.
+				var want string
+				for k, p := range model {
+					if w, ok := model[want]; !ok || p.prio > w.prio || p.prio == w.prio && p.seq < w.seq {
+						want = k
+					}
+				}
+				k, p, _ := s.GetWithPriority()
+				if k != want || p != model[want].prio {
+					t.Fatalf("round %d op %d: handed out %s:%d, model %s:%d", round, op, k, p, want, model[want].prio)
+				}
+				delete(model, k)
+				s.Done(k)
+			} else {
+				key := string(rune('a' + rng.IntN(maxIdleLevels-4)))
+				prio := rng.IntN(spread) - spread/2
+				s.AddWithOptions(context.Background(), AddOptions{Priority: prio}, key)
+				seq++
+				if p, ok := model[key]; !ok || prio > p.prio {
+					model[key] = pend{prio, seq}
+				}
 			}
-		}
-		var want []string
-		for k := range model {
-			want = append(want, k)
-		}
-		slices.SortFunc(want, func(a, b string) int {
-			pa, pb := model[a], model[b]
-			if pa.prio != pb.prio {
-				return pb.prio - pa.prio
+			depths := map[int]int{}
+			for _, p := range model {
+				depths[p.prio]++
 			}
-			return pa.seq - pb.seq
-		})
-		var got []string
-		for s.Len() > 0 {
-			k, p, _ := s.GetWithPriority()
-			if p != model[k].prio {
-				t.Fatalf("round %d: %s handed out with priority %d, model %d", round, k, p, model[k].prio)
+			got := s.DepthByPriority(nil)
+			if !slices.IsSortedFunc(got, func(a, b PriorityDepth) int { return b.Priority - a.Priority }) {
+				t.Fatalf("round %d op %d: DepthByPriority not highest first: %v", round, op, got)
 			}
-			got = append(got, k)
-			s.Done(k)
+			for _, d := range got {
+				if d.Depth != depths[d.Priority] {
+					t.Fatalf("round %d op %d: DepthByPriority %v, model %v", round, op, got, depths)
+				}
+				delete(depths, d.Priority)
+			}
+			if len(depths) > 0 {
+				t.Fatalf("round %d op %d: DepthByPriority %v misses model priorities %v", round, op, got, depths)
+			}
+			// With fewer keys than the bound, levels never exceed it.
+			if len(got) > maxIdleLevels {
+				t.Fatalf("round %d op %d: %d levels kept for %d keys", round, op, len(got), len(model))
+			}
 		}
 		s.ShutDown()
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: handed out %q, model %q", round, got, want)
-		}
+	}
+}
+
+func TestDepthByPriority(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Unix(0, 0))
+	s := New(Config[string]{Clock: fc})
+	defer s.ShutDown()
+	bg := context.Background()
+
+	if got := s.DepthByPriority(nil); len(got) != 0 {
+		t.Fatalf("empty queue: %v", got)
+	}
+	s.Add("a")
+	s.AddWithOptions(bg, AddOptions{Priority: -100}, "l1", "l2", "l3")
+	s.AddWithOptions(bg, AddOptions{Priority: 5}, "h")
+	s.AddWithOptions(bg, AddOptions{Priority: 5, After: time.Second}, "later")
+	want := []PriorityDepth{{5, 1}, {0, 1}, {-100, 3}}
+	if got := s.DepthByPriority(nil); !slices.Equal(got, want) {
+		t.Fatalf("DepthByPriority = %v, want %v (the delayed key at no priority)", got, want)
+	}
+
+	// Raising a ready key moves it; a due key counts without a Get.
+	s.AddWithOptions(bg, AddOptions{Priority: 5}, "l1")
+	fc.Step(time.Second)
+	want = []PriorityDepth{{5, 3}, {0, 1}, {-100, 2}}
+	if got := s.DepthByPriority(nil); !slices.Equal(got, want) {
+		t.Fatalf("after a raise and the delay: %v, want %v", got, want)
+	}
+	sum := 0
+	for _, d := range want {
+		sum += d.Depth
+	}
+	if st := s.Stats(); st.Depth != sum {
+		t.Errorf("Stats().Depth = %d, want the sum %d", st.Depth, sum)
+	}
+
+	// Drained priorities stay, at 0; the slice passed in is reused.
+	drainKeys(t, s)
+	buf := make([]PriorityDepth, 0, 8)
+	got := s.DepthByPriority(buf)
+	want = []PriorityDepth{{5, 0}, {0, 0}, {-100, 0}}
+	if !slices.Equal(got, want) || &got[0] != &buf[:1][0] {
+		t.Errorf("drained: %v, want %v in the caller's slice", got, want)
+	}
+}
+
+func TestPriorityClamped(t *testing.T) {
+	s := New(Config[string]{})
+	defer s.ShutDown()
+	bg := context.Background()
+	s.AddWithOptions(bg, AddOptions{Priority: math.MinInt}, "lowest")
+	s.AddWithOptions(bg, AddOptions{Priority: -100}, "low")
+	s.AddWithOptions(bg, AddOptions{Priority: math.MaxInt}, "highest")
+	s.AddWithOptions(bg, AddOptions{Priority: 1 << 20}, "high")
+	want := []string{
+		"highest:" + strconv.Itoa(math.MaxInt32), "high:1048576", "low:-100",
+		"lowest:" + strconv.Itoa(math.MinInt32),
+	}
+	if got := drainKeys(t, s); !slices.Equal(got, want) {
+		t.Errorf("handed out %q, want %q", got, want)
 	}
 }

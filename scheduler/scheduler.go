@@ -204,7 +204,7 @@ type AddOptions struct {
 	// keys of one priority in the order they became ready. A pending key
 	// keeps the highest priority it was added with; raising the priority of
 	// a ready key moves it to the end of its new priority. Plain adds have
-	// priority 0.
+	// priority 0. Priorities beyond the int32 range are clamped to it.
 	Priority int
 }
 
@@ -251,7 +251,8 @@ func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration,
 
 // enqueueRequeue adds key at priority prio; requeues is the rate limiter's
 // failure count for rate-limited adds.
-func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, prio int) {
+func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
+	prio := clampPriority(priority)
 	s.mu.Lock()
 	if s.shuttingDown {
 		s.mu.Unlock()
@@ -305,7 +306,7 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 			e.x.deadline = min(e.x.deadline, target)
 		}
 		e.readyAt, e.reason = target, reason
-		e.prio = int32(prio)
+		e.prio = prio
 		if e.processing {
 			s.held++
 		} else if immediate {
@@ -319,11 +320,11 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 		if e.coalesced < math.MaxInt32 {
 			e.coalesced++
 		}
-		if int32(prio) > e.prio {
+		if prio > e.prio {
 			if e.place == inReady {
 				s.ready.raise(e, prio)
 			} else {
-				e.prio = int32(prio)
+				e.prio = prio
 			}
 		}
 		if e.place != inReady {

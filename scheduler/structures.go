@@ -1,5 +1,7 @@
 package scheduler
 
+import "slices"
+
 // fifo is a growable ring of slots: the keys ready for a worker at one
 // priority, in the order they became ready.
 type fifo[K comparable] struct {
@@ -66,8 +68,16 @@ type level[K comparable] struct {
 
 func (r *readyQueue[K]) len() int { return r.n }
 
+// maxIdleLevels bounds the levels kept while empty: a queue that sees many
+// distinct priorities over time drops the empty ones, so that its memory and
+// the cost of pop stay bounded by the priorities of the keys it holds.
+const maxIdleLevels = 16
+
 // level returns the level of priority p, creating it in order.
 func (r *readyQueue[K]) level(p int) *level[K] {
+	if len(r.levels) >= maxIdleLevels {
+		r.prune(p)
+	}
 	for i := range r.levels {
 		switch l := &r.levels[i]; {
 		case l.prio == p:
@@ -99,11 +109,17 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 }
 
 // raise moves the ready entry e to priority p, at the end of that level.
-func (r *readyQueue[K]) raise(e *entry[K], p int) {
+func (r *readyQueue[K]) raise(e *entry[K], p int32) {
 	r.level(int(e.prio)).n--
 	r.n--
-	e.prio = int32(p)
+	e.prio = p
 	r.push(e)
+}
+
+// prune drops the empty levels but the one of priority keep. The slots left
+// in an empty level are all stale.
+func (r *readyQueue[K]) prune(keep int) {
+	r.levels = slices.DeleteFunc(r.levels, func(l level[K]) bool { return l.n == 0 && l.prio != keep })
 }
 
 // pop takes the oldest entry of the highest priority; r.len() must be > 0.

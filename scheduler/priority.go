@@ -1,0 +1,42 @@
+package scheduler
+
+import "math"
+
+// PriorityDepth is the number of keys ready at one priority: see
+// [Scheduler.DepthByPriority].
+type PriorityDepth struct {
+	// Priority is the priority of the keys (see AddOptions.Priority).
+	Priority int
+	// Depth is the number of keys ready at Priority and waiting for a worker.
+	Depth int
+}
+
+// DepthByPriority appends to dst the ready depth of each priority the queue
+// holds keys at, highest first, and returns the extended slice: the
+// depth-by-priority of controller-runtime's priority queue. The depths sum
+// to Stats().Depth at one instant. A priority keys were recently ready at
+// may be reported with a depth of 0 (the queue keeps up to 16 priorities
+// while they are empty, so that a gauge by priority goes back to 0 rather
+// than vanishing); delayed and held keys count at no priority.
+//
+// Unlike Stats, DepthByPriority takes the queue lock, for a time that grows
+// with the number of priorities, not of keys. It allocates only when dst
+// must grow.
+func (s *Scheduler[K]) DepthByPriority(dst []PriorityDepth) []PriorityDepth {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.delayed) > 0 {
+		s.promoteLocked(s.now())
+		s.publishLocked()
+	}
+	for i := range s.ready.levels {
+		l := &s.ready.levels[i]
+		dst = append(dst, PriorityDepth{Priority: l.prio, Depth: l.n})
+	}
+	return dst
+}
+
+// clampPriority maps a priority to the int32 an entry keeps.
+func clampPriority(p int) int32 {
+	return int32(max(math.MinInt32, min(p, math.MaxInt32)))
+}
