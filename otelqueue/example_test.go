@@ -171,7 +171,7 @@ func Example_prometheus() {
 	}
 	// Output:
 	// workqueue_adds_total{controller="deployments",name="deployments"} 1
-	// workqueue_depth{controller="deployments",name="deployments"} 1
+	// workqueue_depth{controller="deployments",name="deployments",priority="0"} 1
 }
 
 // Export traces and metrics over OTLP gRPC, as to an OpenTelemetry Collector.

@@ -43,10 +43,11 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	attrs := queueAttrs(s.Name(), c.controller)
 	obs := newObserver[K](&c, in, s.Name(), attrs)
 	observe := metric.WithAttributeSet(attrs)
+	depth := newDepthByPriority(attrs)
 
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		observeDepth(depth, s, o, in.depth)
 		st := s.Stats()
-		o.ObserveInt64(in.depth, int64(st.Depth), observe)
 		o.ObserveInt64(in.delayed, int64(st.Delayed), observe)
 		o.ObserveInt64(in.adds, int64(st.Adds), observe)
 		o.ObserveInt64(in.retries, int64(st.Retries), observe)

@@ -10,7 +10,9 @@ import (
 // Metric instrument names. Through the OpenTelemetry Prometheus exporter they
 // become controller-runtime's series names (shown after each constant).
 const (
-	// MetricDepth: keys ready and waiting for a worker. workqueue_depth.
+	// MetricDepth: keys ready and waiting for a worker, by AttrPriority
+	// (from Instrument; NewMetricsProvider has no priorities).
+	// workqueue_depth.
 	MetricDepth = "workqueue.depth"
 	// MetricAdds: keys that became pending. workqueue_adds_total.
 	MetricAdds = "workqueue.adds"

@@ -3,8 +3,10 @@ package otelqueue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +32,14 @@ type queueState struct {
 	oldest, unfinished, longest              float64
 }
 
+// withPriority is attrs with the depth's priority attribute.
+func withPriority(attrs attribute.Set, priority string) attribute.Set {
+	return attribute.NewSet(append(attrs.ToSlice(), otelqueue.AttrPriority.String(priority))...)
+}
+
 func (s queueState) metrics(attrs attribute.Set) []metricdata.Metrics {
 	return []metricdata.Metrics{
-		intSum(otelqueue.MetricDepth, "{item}", false, attrs, s.depth),
+		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(attrs, "0"), s.depth),
 		intSum(otelqueue.MetricDelayed, "{item}", false, attrs, s.delayed),
 		intSum(otelqueue.MetricAdds, "{item}", true, attrs, s.adds),
 		intSum(otelqueue.MetricRetries, "{item}", true, attrs, s.retries),
@@ -264,7 +271,7 @@ func TestMetricsRunner(t *testing.T) {
 		e.q.Add(k)
 	}
 	assertMetrics(t, e.collect(t), noTime, active(1), results(0, 0, 0, 0, 0),
-		intSum(otelqueue.MetricDepth, "{item}", false, queueAttrs, 5))
+		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(queueAttrs, "0"), 5))
 
 	close(hold)
 	waitFor(t, "six reconciles", func() bool {
@@ -355,5 +362,75 @@ func TestInstrumentationStop(t *testing.T) {
 	assertNames(t, rm, otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)
 	if c := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Count; c != 1 {
 		t.Errorf("queue duration count after Stop = %d, want 1", c)
+	}
+}
+
+// depthSum is the expected MetricDepth of the default queue by priority.
+func depthSum(byPriority map[string]int64) metricdata.Metrics {
+	attrs := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String(queueName))
+	var points []metricdata.DataPoint[int64]
+	for p, v := range byPriority {
+		points = append(points, metricdata.DataPoint[int64]{Attributes: withPriority(attrs, p), Value: v})
+	}
+	return metricdata.Metrics{
+		Name: otelqueue.MetricDepth,
+		Unit: "{item}",
+		Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, DataPoints: points},
+	}
+}
+
+// TestMetricsDepthByPriority checks controller-runtime's depth-by-priority
+// semantics: a series per priority seen, kept at 0 when drained, delayed
+// keys at none, and beyond MaxPriorities the rest summed under
+// PriorityOverflow.
+func TestMetricsDepthByPriority(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	q := e.q
+	bg := context.Background()
+
+	assertMetrics(t, e.collect(t), noTime, depthSum(map[string]int64{"0": 0}))
+
+	q.AddWithOptions(bg, scheduler.AddOptions{Priority: -100}, "l1", "l2", "l3")
+	q.AddWithOptions(bg, scheduler.AddOptions{Priority: 5}, "h")
+	q.AddWithOptions(bg, scheduler.AddOptions{Priority: 5, After: time.Second}, "later")
+	assertMetrics(t, e.collect(t), noTime, depthSum(map[string]int64{"5": 1, "0": 0, "-100": 3}))
+
+	for q.Len() > 0 {
+		it := e.get(t)
+		q.Done(it.Key)
+	}
+	e.step(time.Second) // "later" becomes ready
+	assertMetrics(t, e.collect(t), noTime, depthSum(map[string]int64{"5": 1, "0": 0, "-100": 0}))
+	q.Done(e.get(t).Key)
+
+	// 0, 5 and -100 are known; 30 more priorities exceed the limit of 25.
+	// A collection learns new priorities highest first: 130 down to 109.
+	want := map[string]int64{"5": 0, "0": 0, "-100": 0}
+	var overflow int64
+	lowestKnown := 130 - (otelqueue.MaxPriorities - len(want)) + 1
+	for p := 1; p <= 30; p++ {
+		q.AddWithOptions(bg, scheduler.AddOptions{Priority: 100 + p}, fmt.Sprint("k", p))
+		if 100+p >= lowestKnown {
+			want[strconv.Itoa(100+p)] = 1
+		} else {
+			overflow++
+		}
+	}
+	// A known priority keeps its series even after the limit is reached.
+	q.AddWithOptions(bg, scheduler.AddOptions{Priority: -100}, "l1")
+	want["-100"] = 1
+	want[otelqueue.PriorityOverflow] = overflow
+	if overflow != 8 {
+		t.Fatalf("test setup: %d keys over the limit, want 8", overflow)
+	}
+	rm := e.collect(t)
+	assertMetrics(t, rm, noTime, depthSum(want))
+
+	var sum int64
+	for _, dp := range findMetric(t, rm, otelqueue.MetricDepth).Data.(metricdata.Sum[int64]).DataPoints {
+		sum += dp.Value
+	}
+	if st := q.Stats(); sum != int64(st.Depth) {
+		t.Errorf("depth series sum to %d, Stats().Depth is %d", sum, st.Depth)
 	}
 }

@@ -274,7 +274,8 @@ func TestPrometheusBridge(t *testing.T) {
 				t.Errorf("%d target_info series; want one: %v", got, tc.target)
 			}
 
-			// Labels: name and controller (and the scope's, by default).
+			// Labels: name and controller (and the scope's, by default); the
+			// depth also has priority.
 			for _, s := range x.samples {
 				if !strings.HasPrefix(s.name, "workqueue_") {
 					continue
@@ -287,8 +288,16 @@ func TestPrometheusBridge(t *testing.T) {
 				}
 				names := slices.Sorted(maps.Keys(s.labels))
 				names = slices.DeleteFunc(names, func(l string) bool { return l == "le" || l == "result" })
-				if !slices.Equal(names, tc.labels) {
-					t.Errorf("%s has labels %q, want %q", s.name, names, tc.labels)
+				want := tc.labels
+				if s.name == "workqueue_depth" {
+					// controller-runtime's third label on the depth.
+					want = slices.Sorted(slices.Values(append(slices.Clone(want), "priority")))
+					if s.labels["priority"] != "0" {
+						t.Errorf("%s%v: want priority 0", s.name, s.labels)
+					}
+				}
+				if !slices.Equal(names, want) {
+					t.Errorf("%s has labels %q, want %q", s.name, names, want)
 				}
 			}
 
