@@ -10,7 +10,7 @@
 //
 //	otq := controllerruntime.New()           // global OTel providers by default
 //	err := builder.ControllerManagedBy(mgr).
-//		For(&corev1.ConfigMap{}).
+//		Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject()).
 //		WithOptions(controller.Options{NewQueue: otq.NewQueue}).
 //		Complete(otq.Reconciler(myReconciler))
 //
@@ -57,9 +57,13 @@
 // priority queue does: by AddOpts.Priority, highest first, and within one
 // priority in the order they became ready; a pending key keeps the highest
 // priority it was added with, and raising it moves the key to the end of its
-// new priority. So handler.WithLowPriorityWhenUnchanged puts the initial list
-// behind real changes after a restart, as with controller-runtime's own
-// queue. AddOpts.After and AddOpts.RateLimited delay keys (the shorter delay
+// new priority. So controller-runtime's handlers (and
+// handler.WithLowPriorityWhenUnchanged) put the initial list behind real
+// changes after a restart, as with controller-runtime's own queue, and so
+// does [EnqueueRequestForObject], which gives the same priorities as
+// controller-runtime's handler.EnqueueRequestForObject: handler.LowPriority
+// for a create from the initial list and for an update that keeps the
+// resource version (a resync), 0 for every other event. AddOpts.After and AddOpts.RateLimited delay keys (the shorter delay
 // wins when both are set). GetWithPriority reports the run's priority.
 //
 // # Metrics
@@ -85,11 +89,10 @@
 //     (workqueue_oldest_pending_item_seconds, workqueue_delayed,
 //     workqueue_coalesced_total), and the exporter's otel_scope_* labels
 //     unless it is built WithoutScopeInfo. The two histograms carry
-//     exemplars pointing to the attempt's trace. Unlike the series of
-//     controller-runtime's priority queue, workqueue_depth has no
-//     "priority" label (depth is reported for all priorities together), and the histogram
-//     buckets are otelqueue's (otelqueue.DefaultBuckets), not
-//     controller-runtime's.
+//     exemplars pointing to the attempt's trace. workqueue_depth has
+//     controller-runtime's third label, "priority" (otelqueue.AttrPriority),
+//     with its limit of 25 priorities. The histogram buckets are
+//     otelqueue's (otelqueue.DefaultBuckets), not controller-runtime's.
 //
 // An application that serves both registries on one endpoint (for example
 // by giving the exporter controller-runtime's metrics.Registry as its

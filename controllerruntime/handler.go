@@ -6,33 +6,43 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// ContextAdder is the part of a queue that keeps the caller's span context
-// with a key. *[Queue] and *scheduler.Scheduler have it.
+// ContextAdder is the part of a queue that keeps the caller's span context,
+// and a priority, with keys. *[Queue] and *scheduler.Scheduler have it.
 type ContextAdder[request comparable] interface {
-	AddContext(ctx context.Context, item request)
+	AddWithOptions(ctx context.Context, opts scheduler.AddOptions, keys ...request)
 }
 
 // EnqueueRequestForObject returns controller-runtime's
 // handler.EnqueueRequestForObject with trace context: every event enqueues
 // the object's namespace and name, as controller-runtime's does, through
-// the queue's AddContext with the handler's ctx and, when the object has a
-// valid tracing.k8s.io/traceparent annotation, that span context (read by
+// the queue's AddWithOptions with the handler's ctx and, when the object has
+// a valid tracing.k8s.io/traceparent annotation, that span context (read by
 // an otelqueue.TraceparentReader built with opts, so by default a link
 // only, its sampled flag cleared). The reconcile trace then links to the
 // writer of the object.
 //
-// Queues without AddContext (any queue not built by this package's
-// NewQueue, or one hidden by a wrapper such as
-// handler.WithLowPriorityWhenUnchanged) get a plain Add: the request is
-// enqueued, without the link.
+// Priorities are controller-runtime's: a create from the informer's initial
+// list, and an update that does not change the resource version (a
+// resync), are enqueued at handler.LowPriority, every other event at
+// priority 0. So the handler needs no handler.WithLowPriorityWhenUnchanged;
+// wrapped in it, it would see the wrapper instead of the queue and lose the
+// trace context.
+//
+// Queues without AddWithOptions (any queue not built by this package, or one
+// hidden by a wrapper) get controller-runtime's calls: AddWithOpts with the
+// same priority on a priorityqueue.PriorityQueue, Add on others. The
+// request is enqueued, without the link.
 func EnqueueRequestForObject(opts ...otelqueue.ReaderOption) handler.EventHandler {
 	return TypedEnqueueRequestForObject[client.Object](opts...)
 }
@@ -48,39 +58,53 @@ type enqueueForObject[object client.Object] struct {
 }
 
 func (e *enqueueForObject[object]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, q)
+	e.add(ctx, evt.Object, evt.IsInInitialList, q)
 }
 
 func (e *enqueueForObject[object]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if !isNil(evt.ObjectNew) {
-		e.add(ctx, evt.ObjectNew, q)
-		return
+	switch {
+	case !isNil(evt.ObjectNew):
+		unchanged := !isNil(evt.ObjectOld) && evt.ObjectOld.GetResourceVersion() == evt.ObjectNew.GetResourceVersion()
+		e.add(ctx, evt.ObjectNew, unchanged, q)
+	default:
+		e.add(ctx, evt.ObjectOld, false, q)
 	}
-	e.add(ctx, evt.ObjectOld, q)
 }
 
 func (e *enqueueForObject[object]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, q)
+	e.add(ctx, evt.Object, false, q)
 }
 
 func (e *enqueueForObject[object]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, q)
+	e.add(ctx, evt.Object, false, q)
 }
 
-func (e *enqueueForObject[object]) add(ctx context.Context, obj object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// add enqueues obj's request, at handler.LowPriority when low.
+func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if isNil(obj) {
 		// controller-runtime logs and drops such events; so do we.
 		return
 	}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-	if a, ok := q.(ContextAdder[reconcile.Request]); ok {
+	switch q := q.(type) {
+	case ContextAdder[reconcile.Request]:
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		a.AddContext(e.reader.ContextWith(ctx, obj), req)
-		return
+		var opts scheduler.AddOptions
+		if low {
+			opts.Priority = handler.LowPriority
+		}
+		q.AddWithOptions(e.reader.ContextWith(ctx, obj), opts, req)
+	case priorityqueue.PriorityQueue[reconcile.Request]:
+		var opts priorityqueue.AddOpts
+		if low {
+			opts.Priority = ptr.To(handler.LowPriority)
+		}
+		q.AddWithOpts(opts, req)
+	default:
+		q.Add(req)
 	}
-	q.Add(req)
 }
 
 // isNil reports whether obj is a nil interface or a typed nil pointer, as

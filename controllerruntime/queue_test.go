@@ -174,7 +174,7 @@ func TestReconcilerOutsideTheQueue(t *testing.T) {
 	}
 }
 
-// TestHandlerFallsBackToAdd: with a queue that has no AddContext (a plain
+// TestHandlerFallsBackToAdd: with a queue that has no AddWithOptions (a plain
 // client-go queue) the handler still enqueues, as controller-runtime's
 // does.
 func TestHandlerFallsBackToAdd(t *testing.T) {
@@ -192,7 +192,7 @@ func TestHandlerFallsBackToAdd(t *testing.T) {
 }
 
 // TestTypedHandlerEvents: every event kind enqueues the object, through
-// AddContext with the annotation's span context.
+// AddWithOptions with the annotation's span context.
 func TestTypedHandlerEvents(t *testing.T) {
 	noErrors(t)
 	tel := newTelemetry(t)

@@ -1,0 +1,247 @@
+package controllerruntime_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/otelqueue"
+)
+
+// TestHandlerPrioritiesMatchControllerRuntime sends every kind of event
+// through controller-runtime's own handler.EnqueueRequestForObject into
+// controller-runtime's own priority queue, and through ours into our
+// queue and into controller-runtime's: each request must come out with the
+// same priority (the initial list and resyncs low, real changes 0).
+func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
+	noErrors(t)
+	tel := newTelemetry(t)
+	obj := func(name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv}}
+	}
+	type eventFunc func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request])
+	events := map[string]eventFunc{
+		"initial-list": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Create(ctx, event.CreateEvent{Object: obj("initial-list", "1"), IsInInitialList: true}, q)
+		},
+		"created": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Create(ctx, event.CreateEvent{Object: obj("created", "1")}, q)
+		},
+		"resync": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: obj("resync", "7"), ObjectNew: obj("resync", "7")}, q)
+		},
+		"updated": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Update(ctx, event.UpdateEvent{ObjectOld: obj("updated", "7"), ObjectNew: obj("updated", "8")}, q)
+		},
+		"deleted": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Delete(ctx, event.DeleteEvent{Object: obj("deleted", "9")}, q)
+		},
+		"generic": func(ctx context.Context, h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) {
+			h.Generic(ctx, event.GenericEvent{Object: obj("generic", "9")}, q)
+		},
+	}
+	drain := func(q priorityqueue.PriorityQueue[reconcile.Request]) map[string]int {
+		got := map[string]int{}
+		for q.Len() > 0 {
+			r, p, _ := q.GetWithPriority()
+			got[r.Name] = p
+			q.Done(r)
+		}
+		return got
+	}
+	run := func(h handler.EventHandler, q priorityqueue.PriorityQueue[reconcile.Request]) map[string]int {
+		defer q.ShutDown()
+		for _, send := range events {
+			send(context.Background(), h, q)
+		}
+		return drain(q)
+	}
+
+	want := run(&handler.EnqueueRequestForObject{}, priorityqueue.New[reconcile.Request]("oracle"))
+	if want["initial-list"] != handler.LowPriority || want["resync"] != handler.LowPriority || want["updated"] != 0 || len(want) != len(events) {
+		t.Fatalf("controller-runtime's own handler and queue gave %v: the oracle changed", want)
+	}
+	ours := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	for name, q := range map[string]priorityqueue.PriorityQueue[reconcile.Request]{
+		"our queue":                newQueue(t, tel, "ours"),
+		"controller-runtime queue": priorityqueue.New[reconcile.Request]("theirs"),
+	} {
+		if got := run(ours, q); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("our handler on %s: priorities %v, controller-runtime's %v", name, got, want)
+		}
+	}
+}
+
+// TestManagerPriorities runs a controller on a real client-go informer over
+// the fake clientset: the informer's initial list is enqueued at low
+// priority, and a change made while the only worker is busy is reconciled
+// before the rest of that list; the depth is reported by priority; the
+// changed object's reconcile still links to its writer.
+func TestManagerPriorities(t *testing.T) {
+	noErrors(t)
+	tel := newTelemetry(t)
+	const name = "prioritized"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var initial []string
+	cs := fake.NewClientset()
+	for i := range 6 {
+		n := "initial-" + strconv.Itoa(i)
+		initial = append(initial, n)
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	informer := factory.Core().V1().ConfigMaps().Informer()
+
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	started := make(chan string, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			started <- req.Name
+			<-release
+		}
+		mu.Lock()
+		order = append(order, req.Name)
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+
+	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatalf("manager.New: %v", err)
+	}
+	otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
+	h := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	err = builder.ControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
+		WatchesRawSource(&source.Informer{Informer: informer, Handler: h}).
+		Complete(otq.Reconciler(r))
+	if err != nil {
+		t.Fatalf("builder: %v", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	errc := make(chan error, 1)
+	go func() { errc <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := receive(t, errc, "the manager to stop"); err != nil {
+			t.Errorf("manager.Start: %v", err)
+		}
+	}()
+
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer unblock() // before the manager stops, should the test fail first
+
+	busy := receive(t, started, "the first reconcile")
+	if !slices.Contains(initial, busy) {
+		t.Fatalf("first reconcile %q is not from the initial list", busy)
+	}
+	q := otq.Queue()
+	waitFor(t, "the rest of the initial list to be queued", func() bool { return q.Len() == len(initial)-1 })
+
+	// Two real changes while the only worker is busy: an update of an
+	// object of the initial list (its pending request is raised) and a new
+	// object, written in a traced client call.
+	changed := initial[len(initial)-1]
+	if changed == busy {
+		changed = initial[0]
+	}
+	wctx, span := tel.tp.Tracer("test/writer").Start(ctx, "update configmap")
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(wctx, changed, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"changed": "yes"}
+	cm.ResourceVersion = "2" // the fake clientset keeps what it is given
+	otelqueue.InjectTraceparent(wctx, cm)
+	if _, err := cs.CoreV1().ConfigMaps("default").Update(wctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writer := span.SpanContext()
+	span.End()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "created"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	wantDepth := map[string]int64{"0": 2, strconv.Itoa(handler.LowPriority): int64(len(initial) - 2)}
+	waitFor(t, "two requests at priority 0", func() bool {
+		got := map[string]int64{}
+		for _, dp := range depthPoints(t, tel) {
+			p, _ := dp.Attributes.Value(otelqueue.AttrPriority)
+			got[p.AsString()] = dp.Value
+		}
+		return fmt.Sprint(got) == fmt.Sprint(wantDepth)
+	})
+
+	unblock()
+	waitFor(t, "every request to be reconciled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == len(initial)+1
+	})
+	mu.Lock()
+	got := slices.Clone(order)
+	mu.Unlock()
+	mid := slices.Sorted(slices.Values(got[1:3]))
+	if got[0] != busy || !slices.Equal(mid, slices.Sorted(slices.Values([]string{changed, "created"}))) {
+		t.Errorf("reconciled %q: want %s, then %s and created (priority 0), then the rest of the initial list", got, busy, changed)
+	}
+
+	// The changed object's attempt links to its writer.
+	waitFor(t, "the attempts' root spans", func() bool {
+		return len(spansNamed(tel.sr.Ended(), "process "+name)) == len(initial)+1
+	})
+	linked := false
+	for _, root := range spansNamed(tel.sr.Ended(), "process "+name) {
+		for _, l := range root.Links() {
+			linked = linked || l.SpanContext.TraceID() == writer.TraceID() && l.SpanContext.SpanID() == writer.SpanID()
+		}
+	}
+	if !linked {
+		t.Error("no attempt links to the writer of the changed object")
+	}
+}
+
+// depthPoints collects the depth's data points.
+func depthPoints(t *testing.T, tel *telemetry) []metricdata.DataPoint[int64] {
+	t.Helper()
+	m := findMetric(t, tel.collect(t), otelqueue.MetricDepth)
+	return m.Data.(metricdata.Sum[int64]).DataPoints
+}
