@@ -81,7 +81,20 @@ func (q *Queue[request]) AddWithOptsContext(ctx context.Context, o priorityqueue
 }
 
 // GetWithPriority implements priorityqueue.PriorityQueue: the scheduler's
-// GetWithPriority.
+// GetWithPriority, except that once the queue is shut down it hands out
+// nothing more, as controller-runtime's priority queue: a stopping
+// controller does not reconcile what is still queued with a cancelled ctx.
+// (The scheduler's own Get, GetWithPriority and GetContext, on
+// q.Scheduler, keep client-go's semantics and hand out the queued keys.)
 func (q *Queue[request]) GetWithPriority() (item request, priority int, shutdown bool) {
+	if q.ShuttingDown() {
+		return item, 0, true
+	}
 	return q.Scheduler.GetWithPriority()
+}
+
+// Get is GetWithPriority without the priority.
+func (q *Queue[request]) Get() (item request, shutdown bool) {
+	item, _, shutdown = q.GetWithPriority()
+	return item, shutdown
 }

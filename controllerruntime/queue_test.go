@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -226,5 +227,37 @@ func TestTypedHandlerEvents(t *testing.T) {
 			t.Errorf("%v: origin %v, want its writer %v", it.Key, it.Origin, sc)
 		}
 		q.Done(it.Key)
+	}
+}
+
+// TestQueueShutDownLikeControllerRuntime: after ShutDown, Get and
+// GetWithPriority hand out nothing more, queued keys or not, as
+// controller-runtime's priority queue (checked alongside as the oracle);
+// the scheduler's GetContext still drains, as client-go.
+func TestQueueShutDownLikeControllerRuntime(t *testing.T) {
+	noErrors(t)
+	tel := newTelemetry(t)
+	ours := newQueue(t, tel, "stopping")
+	for name, q := range map[string]priorityqueue.PriorityQueue[reconcile.Request]{
+		"controller-runtime": priorityqueue.New[reconcile.Request]("oracle-stopping"),
+		"ours":               ours,
+	} {
+		q.Add(req("picked"))
+		if got, _, _ := q.GetWithPriority(); got != req("picked") {
+			t.Fatalf("%s: got %v", name, got)
+		}
+		q.Add(req("a"))
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(5)}, req("b"))
+		waitFor(t, name+": two queued keys", func() bool { return q.Len() == 2 })
+		q.ShutDown()
+		if got, _, shutdown := q.GetWithPriority(); !shutdown {
+			t.Errorf("%s: GetWithPriority after ShutDown = %v, want shutdown", name, got)
+		}
+		if got, shutdown := q.Get(); !shutdown {
+			t.Errorf("%s: Get after ShutDown = %v, want shutdown", name, got)
+		}
+	}
+	if it, err := ours.GetContext(context.Background()); err != nil || it.Key != req("b") {
+		t.Errorf("the scheduler's GetContext after ShutDown = %v, %v; want default/b (it drains)", it.Key, err)
 	}
 }
