@@ -4,6 +4,7 @@
 #                short fuzz run, and the end-to-end suite (e2e/)
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
+#   make demo-controller-runtime   the same with controller-runtime (controllerruntime/example)
 #   make stack   Jaeger, a collector and Prometheus on 127.0.0.1, for make demo to export to
 
 GO        ?= go
@@ -28,7 +29,7 @@ MODULES := . bench controllerruntime
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
 
-.PHONY: test deps unit fuzz e2e bench demo stack vet
+.PHONY: test deps unit fuzz e2e bench demo demo-controller-runtime stack vet
 
 test: deps vet unit fuzz e2e
 
@@ -74,6 +75,11 @@ bench:
 # The example controller on its embedded fake cluster, until Ctrl-C.
 demo:
 	$(GO) run ./example/app $(ARGS)
+
+# The same on controller-runtime: a manager and a builder-made controller
+# with otelqueue's queue, its own module (controllerruntime/).
+demo-controller-runtime:
+	cd controllerruntime && $(GO) run ./example $(ARGS)
 
 # The native loopback stack (Jaeger, collector, Prometheus) for users without
 # Docker; it prints the URLs and how to point make demo at it.
