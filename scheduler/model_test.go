@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -51,6 +52,9 @@ var (
 	modelDelays = [...]time.Duration{-time.Second, 0, 500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second, 5 * time.Second, 8 * time.Second}
 	modelSteps  = [...]time.Duration{time.Nanosecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, time.Millisecond, 10 * time.Second}
 	modelMax    = [...]int{0, 1, 3, -1}
+	// modelPrios are the priorities of Add (0: a plain Add); the last is
+	// clamped to int32.
+	modelPrios = [...]int{0, 5, -100, math.MaxInt}
 )
 
 // modelSpan is the span context an add carries: n in [0, 4) is one of four,
@@ -117,6 +121,7 @@ type mEntry struct {
 
 	enqueued, readyAt int64 // ns since t0
 	reason            WaitReason
+	prio              int32 // the pending run's: the highest it was added with
 	coalesced         int
 	debounced         bool
 	deadline          int64
@@ -220,24 +225,30 @@ func (r *modelRun) step(op, arg byte) {
 	k, sub := int(arg%modelKeys), int(arg/modelKeys)
 	switch op % 12 {
 	case 0:
+		if p := modelPrios[sub%len(modelPrios)]; p != 0 {
+			m.logf("AddWithOptions(Priority %d, %d)", p, k)
+			s.AddWithOptions(context.Background(), AddOptions{Priority: p}, k)
+			m.add(k, trace.SpanContext{}, 0, addPlain, 0, p)
+			return
+		}
 		m.logf("Add(%d)", k)
 		s.Add(k)
-		m.add(k, trace.SpanContext{}, 0, addPlain, 0)
+		m.add(k, trace.SpanContext{}, 0, addPlain, 0, 0)
 	case 1:
 		sc := modelSpan(sub % 5)
 		m.logf("AddContext(span %d, %d)", sub%5, k)
 		s.AddContext(trace.ContextWithSpanContext(context.Background(), sc), k)
-		m.add(k, sc, 0, addPlain, 0)
+		m.add(k, sc, 0, addPlain, 0, 0)
 	case 2:
 		d := modelDelays[sub%len(modelDelays)]
 		m.logf("AddAfter(%d, %v)", k, d)
 		s.AddAfter(k, d)
-		m.add(k, trace.SpanContext{}, d, addDelayed, 0)
+		m.add(k, trace.SpanContext{}, d, addDelayed, 0, 0)
 	case 3:
 		sc, d := modelSpan(sub%4), modelDelays[(sub/4)%len(modelDelays)]
 		m.logf("AddAfterContext(span %d, %d, %v)", sub%4, k, d)
 		s.AddAfterContext(trace.ContextWithSpanContext(context.Background(), sc), k, d)
-		m.add(k, sc, d, addDelayed, 0)
+		m.add(k, sc, d, addDelayed, 0, 0)
 	case 4:
 		m.logf("AddRateLimited(%d)", k)
 		s.AddRateLimited(k)
@@ -255,8 +266,8 @@ func (r *modelRun) step(op, arg byte) {
 			r.getContext()
 			return
 		}
-		m.logf("Get()")
-		key, shutdown := s.Get()
+		m.logf("GetWithPriority()")
+		key, prio, shutdown := s.GetWithPriority()
 		if shutdown {
 			if m.readyCount() != 0 || !m.shutdown {
 				r.fatalf("Get reported shutdown; model: %d ready, shut down %v", m.readyCount(), m.shutdown)
@@ -267,6 +278,9 @@ func (r *modelRun) step(op, arg byte) {
 		if r.obs != nil {
 			_, _, last, _ := r.obs.counts()
 			it = &last.item
+		}
+		if key >= 0 && key < modelKeys && prio != int(m.keys[key].prio) {
+			r.fatalf("GetWithPriority: %d with priority %d, model %d", key, prio, m.keys[key].prio)
 		}
 		r.got(key, it, nil)
 	case 8:
@@ -347,6 +361,11 @@ func (r *modelRun) got(key int, it *Item[int], ctx context.Context) {
 	if !e.ready() {
 		r.fatalf("key %d handed out, but the model has it pending %v, delayed %v (ready at t0+%v)", key, e.pending, e.delayed, time.Duration(e.readyAt))
 	}
+	for i := range m.keys {
+		if o := &m.keys[i]; o.ready() && o.prio > e.prio {
+			r.fatalf("key %d (priority %d) handed out before key %d (priority %d)", key, e.prio, i, o.prio)
+		}
+	}
 	m.runs++
 	if r.obs != nil {
 		n, _, last, _ := r.obs.counts()
@@ -398,6 +417,9 @@ func (r *modelRun) checkItem(key int, e *mEntry, it *Item[int]) {
 	}
 	if it.Coalesced != e.coalesced {
 		bad("Coalesced %d, want %d", it.Coalesced, e.coalesced)
+	}
+	if it.Priority != int(e.prio) {
+		bad("Priority %d, want %d", it.Priority, e.prio)
 	}
 	if it.Requeues != e.requeues {
 		bad("Requeues %d, want %d", it.Requeues, e.requeues)
@@ -466,11 +488,11 @@ func (m *model) addRateLimited(k int, sc trace.SpanContext) {
 	if exp < 8 && modelBackoffBase<<exp < modelBackoffMax {
 		d = modelBackoffBase << exp
 	}
-	m.add(k, sc, d, addRateLimited, m.failures[k])
+	m.add(k, sc, d, addRateLimited, m.failures[k], 0)
 }
 
 // add is the model of every add.
-func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKind, requeues int) {
+func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
 	if m.shutdown {
 		return
 	}
@@ -479,6 +501,7 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 	}
 	e := &m.keys[k]
 	now := m.now
+	prio := int32(max(math.MinInt32, min(priority, math.MaxInt32)))
 	debounce := kind == addPlain && m.debounce > 0
 	immediate := delay <= 0 && !debounce
 	reason, target := WaitImmediate, now
@@ -507,7 +530,9 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 		}
 		e.readyAt, e.reason = target, reason
 		e.delayed = !e.processing && !immediate
+		e.prio = prio
 	} else {
+		e.prio = max(e.prio, prio)
 		m.coalesced++
 		e.coalesced++
 		if e.processing || e.delayed {
@@ -632,6 +657,21 @@ func (r *modelRun) check() {
 		if e.ready() {
 			oldest = append(oldest, time.Duration(m.now-max(e.readyAt, e.enqueued)))
 		}
+	}
+	depths := map[int]int{}
+	for i := range m.keys {
+		if e := &m.keys[i]; e.ready() {
+			depths[int(e.prio)]++
+		}
+	}
+	for _, d := range s.DepthByPriority(nil) {
+		if d.Depth != depths[d.Priority] {
+			r.fatalf("DepthByPriority: %d at priority %d, model %v", d.Depth, d.Priority, depths)
+		}
+		delete(depths, d.Priority)
+	}
+	if len(depths) > 0 {
+		r.fatalf("DepthByPriority lacks the model's priorities %v", depths)
 	}
 	got := s.Stats()
 	// Which ready key heads the queue depends on the order of events the
