@@ -95,6 +95,10 @@
 //     otelqueue's (otelqueue.DefaultBuckets), not controller-runtime's.
 //
 // An application that serves both registries on one endpoint (for example
-// by giving the exporter controller-runtime's metrics.Registry as its
-// Registerer) therefore exposes each workqueue_* series exactly once.
+// through prometheus.Gatherers{metrics.Registry, exporterRegistry}, as
+// controllerruntime/example does) therefore exposes each workqueue_* series
+// exactly once. The descriptions of the shared metrics are
+// controller-runtime's help texts, word for word, so that this also works
+// while other controllers of the application keep controller-runtime's own
+// queue: each workqueue_* family then holds the series of both kinds.
 package controllerruntime

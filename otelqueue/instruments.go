@@ -102,6 +102,23 @@ type instruments struct {
 	results        metric.Int64ObservableCounter
 }
 
+// The descriptions of the metrics controller-runtime also has are its help
+// texts, word for word: Prometheus refuses to serve one metric family with
+// two help texts, so this is what lets an application serve otelqueue's
+// series and those of controller-runtime's own queues (its other
+// controllers) from one endpoint. (Some say "item" where otelqueue says
+// "key", and the retries one says "non-zero delay" where both count every
+// AddAfter.)
+const (
+	helpDepth          = "Current depth of workqueue by workqueue and priority"
+	helpAdds           = "Total number of adds handled by workqueue"
+	helpQueueDuration  = "How long in seconds an item stays in workqueue before being requested"
+	helpWorkDuration   = "How long in seconds processing an item from workqueue takes."
+	helpUnfinished     = "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."
+	helpLongestRunning = "How many seconds has the longest running processor for workqueue been running."
+	helpRetries        = "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)"
+)
+
 func newInstruments(c *config) *instruments {
 	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
 	in := &instruments{meter: m}
@@ -115,7 +132,7 @@ func newInstruments(c *config) *instruments {
 
 	in.queueDuration, err = m.Float64Histogram(MetricQueueDuration,
 		metric.WithUnit("s"),
-		metric.WithDescription("How long in seconds a key waits, ready, in the work queue before a worker takes it."),
+		metric.WithDescription(helpQueueDuration),
 		metric.WithExplicitBucketBoundaries(c.buckets...))
 	if err != nil {
 		handle(err)
@@ -123,7 +140,7 @@ func newInstruments(c *config) *instruments {
 	}
 	in.workDuration, err = m.Float64Histogram(MetricWorkDuration,
 		metric.WithUnit("s"),
-		metric.WithDescription("How long in seconds processing a key from the work queue takes."),
+		metric.WithDescription(helpWorkDuration),
 		metric.WithExplicitBucketBoundaries(c.buckets...))
 	if err != nil {
 		handle(err)
@@ -155,11 +172,11 @@ func newInstruments(c *config) *instruments {
 		return i
 	}
 
-	in.depth = upDown(MetricDepth, "{item}", "Current number of keys ready and waiting for a worker.")
-	in.adds = counter(MetricAdds, "{item}", "Total number of keys that became pending in the work queue.")
-	in.retries = counter(MetricRetries, "{item}", "Total number of AddAfter and AddRateLimited calls.")
-	in.unfinished = gauge(MetricUnfinishedWork, "How many seconds of work are in progress and not yet observed by the work duration. Large values indicate stuck workers.")
-	in.longestRunning = gauge(MetricLongestRunning, "How many seconds the longest-running processing of the work queue has been running.")
+	in.depth = upDown(MetricDepth, "{item}", helpDepth)
+	in.adds = counter(MetricAdds, "{item}", helpAdds)
+	in.retries = counter(MetricRetries, "{item}", helpRetries)
+	in.unfinished = gauge(MetricUnfinishedWork, helpUnfinished)
+	in.longestRunning = gauge(MetricLongestRunning, helpLongestRunning)
 	in.oldestPending = gauge(MetricOldestPending, "How many seconds the oldest ready key has waited for a worker.")
 	in.delayed = upDown(MetricDelayed, "{item}", "Current number of keys waiting for a delay, rate-limiter backoff or debounce window.")
 	in.coalesced = counter(MetricCoalesced, "{item}", "Total number of adds merged into a key that was already pending.")
