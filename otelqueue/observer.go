@@ -85,7 +85,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	// else is paid for: an unsampled attempt starts no other span. The
 	// option and link slices are recycled: the SDK copies what it keeps.
 	b := startBufs.Get().(*startBuf)
-	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), trace.WithSpanKind(trace.SpanKindConsumer))
+	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), spanKindConsumer)
 	parent := ctx
 	switch {
 	case o.parentMode && it.Origin.IsValid():
@@ -94,7 +94,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		opts = append(opts, trace.WithNewRoot())
 	}
 	if links := o.links(it, b.links[:0]); len(links) > 0 {
-		opts = append(opts, trace.WithLinks(links...))
+		opts = append(opts, b.withLinks(links))
 	}
 	rootCtx, root := o.tracer.Start(parent, o.rootName, opts...)
 	clear(b.opts[:])
@@ -132,13 +132,35 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	return context.WithValue(reconcileCtx, rootKey{}, root)
 }
 
-// startBuf holds the slices one root span start needs.
+// spanKindConsumer is the root's span kind option, made once: each
+// trace.WithSpanKind call allocates.
+var spanKindConsumer = trace.WithSpanKind(trace.SpanKindConsumer)
+
+// startBuf holds the slices one root span start needs, and trace.WithLinks
+// options made once over its links array (each WithLinks call allocates;
+// the SDK copies the links at Start, so the array is free again after it).
 type startBuf struct {
-	opts  [4]trace.SpanStartOption
-	links [scheduler.DefaultMaxLinks + 1]trace.Link
+	opts      [4]trace.SpanStartOption
+	links     [scheduler.DefaultMaxLinks + 1]trace.Link
+	linksOpts [scheduler.DefaultMaxLinks + 2]trace.SpanStartOption // by count
 }
 
-var startBufs = sync.Pool{New: func() any { return new(startBuf) }}
+var startBufs = sync.Pool{New: func() any {
+	b := new(startBuf)
+	for n := 1; n < len(b.linksOpts); n++ {
+		b.linksOpts[n] = trace.WithLinks(b.links[:n]...)
+	}
+	return b
+}}
+
+// withLinks returns the option that passes links to Start: a prepared one
+// when links is a prefix of b.links.
+func (b *startBuf) withLinks(links []trace.Link) trace.SpanStartOption {
+	if n := len(links); n < len(b.linksOpts) && &links[0] == &b.links[0] {
+		return b.linksOpts[n]
+	}
+	return trace.WithLinks(links...) // more links than the buffer holds
+}
 
 // links appends to links (whose capacity it reuses when it suffices) the
 // links of an attempt's root span: the enqueue contexts (unless one of them
