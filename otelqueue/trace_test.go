@@ -243,30 +243,48 @@ func TestTraceWaitReasons(t *testing.T) {
 // it ran: the first enqueue context and the next ones up to MaxLinks, in
 // order, each marked workqueue.link=enqueue; the others counted in
 // workqueue.links.dropped; duplicates and adds without a span context not
-// linked but counted as coalesced.
+// linked but counted as coalesced. MaxLinks 2, the default and 12 (more
+// links than the pooled buffer holds); a second key with one link after
+// each, so that links never leak from one attempt to the next.
 func TestTraceCoalescedLinks(t *testing.T) {
-	e := newEnv(t, envConfig{sched: scheduler.Config[string]{MaxLinks: 2}})
-	var enq []trace.SpanContext
-	for i := range 5 {
-		ctx, sc := e.enqueuer(t, fmt.Sprintf("handler %d", i))
-		enq = append(enq, sc)
-		e.q.AddContext(ctx, "a")
-	}
-	e.q.Add("a")
-	e.q.AddContext(trace.ContextWithSpanContext(context.Background(), enq[0]), "a") // the same enqueuer again
-	e.getKey(t, "a")
-	e.q.Done("a")
+	for _, maxLinks := range []int{2, 0, 12} {
+		t.Run(fmt.Sprint("MaxLinks=", maxLinks), func(t *testing.T) {
+			e := newEnv(t, envConfig{sched: scheduler.Config[string]{MaxLinks: maxLinks}})
+			keep := maxLinks
+			if keep == 0 {
+				keep = scheduler.DefaultMaxLinks
+			}
+			var enq []trace.SpanContext
+			for i := range keep + 3 {
+				ctx, sc := e.enqueuer(t, fmt.Sprintf("handler %d", i))
+				enq = append(enq, sc)
+				e.q.AddContext(ctx, "a")
+			}
+			e.q.Add("a")
+			e.q.AddContext(trace.ContextWithSpanContext(context.Background(), enq[0]), "a") // the same enqueuer again
+			e.getKey(t, "a")
+			e.q.Done("a")
+			ctx, single := e.enqueuer(t, "single")
+			e.q.AddContext(ctx, "b")
+			e.getKey(t, "b")
+			e.q.Done("b")
 
-	root, _, _ := attemptSpans(t, e.sr.Ended(), "a", 1)
-	assertLinks(t, root,
-		sdktrace.Link{SpanContext: enq[0], Attributes: linkEnqueue},
-		sdktrace.Link{SpanContext: enq[1], Attributes: linkEnqueue})
-	a := attrMap(root.Attributes())
-	if got := a[otelqueue.AttrDroppedLinks].AsInt64(); got != 3 {
-		t.Errorf("workqueue.links.dropped = %d, want 3", got)
-	}
-	if got := a[otelqueue.AttrCoalesced].AsInt64(); got != 6 {
-		t.Errorf("workqueue.coalesced = %d, want 6", got)
+			root, _, _ := attemptSpans(t, e.sr.Ended(), "a", 1)
+			var want []sdktrace.Link
+			for _, sc := range enq[:keep] {
+				want = append(want, sdktrace.Link{SpanContext: sc, Attributes: linkEnqueue})
+			}
+			assertLinks(t, root, want...)
+			a := attrMap(root.Attributes())
+			if got := a[otelqueue.AttrDroppedLinks].AsInt64(); got != 3 {
+				t.Errorf("workqueue.links.dropped = %d, want 3", got)
+			}
+			if got, want := a[otelqueue.AttrCoalesced].AsInt64(), int64(keep+4); got != want {
+				t.Errorf("workqueue.coalesced = %d, want %d", got, want)
+			}
+			rootB, _, _ := attemptSpans(t, e.sr.Ended(), "b", 1)
+			assertLinks(t, rootB, sdktrace.Link{SpanContext: single, Attributes: linkEnqueue})
+		})
 	}
 }
 
