@@ -14,9 +14,12 @@ import (
 )
 
 // Queue is an instrumented [scheduler.Scheduler] that controller-runtime
-// takes as its own priority queue (see the package documentation for the
-// priorities it does not have). Every method of the scheduler, the
-// context-aware ones included, is available on it.
+// takes as its own priority queue (see the package documentation). Every
+// method of the scheduler, the context-aware ones included, is available on
+// it. It is built with scheduler.Config.StopOnShutDown, as
+// controller-runtime's priority queue: once shut down it hands out nothing
+// more, so a stopping controller does not reconcile what is left with a
+// cancelled ctx.
 type Queue[request comparable] struct {
 	*scheduler.Scheduler[request]
 	inst *otelqueue.Instrumentation
@@ -45,7 +48,7 @@ func NewTypedQueue[request comparable](opts ...otelqueue.Option) func(controller
 }
 
 func newQueue[request comparable](name string, rl workqueue.TypedRateLimiter[request], opts []otelqueue.Option) *Queue[request] {
-	q := &Queue[request]{Scheduler: scheduler.New(scheduler.Config[request]{Name: name, RateLimiter: rl})}
+	q := &Queue[request]{Scheduler: scheduler.New(scheduler.Config[request]{Name: name, RateLimiter: rl, StopOnShutDown: true})}
 	inst, err := otelqueue.Instrument(q.Scheduler, opts...)
 	if err != nil {
 		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: queue %q works uninstrumented: %w", name, err))
@@ -81,20 +84,7 @@ func (q *Queue[request]) AddWithOptsContext(ctx context.Context, o priorityqueue
 }
 
 // GetWithPriority implements priorityqueue.PriorityQueue: the scheduler's
-// GetWithPriority, except that once the queue is shut down it hands out
-// nothing more, as controller-runtime's priority queue: a stopping
-// controller does not reconcile what is still queued with a cancelled ctx.
-// (The scheduler's own Get, GetWithPriority and GetContext, on
-// q.Scheduler, keep client-go's semantics and hand out the queued keys.)
+// GetWithPriority.
 func (q *Queue[request]) GetWithPriority() (item request, priority int, shutdown bool) {
-	if q.ShuttingDown() {
-		return item, 0, true
-	}
 	return q.Scheduler.GetWithPriority()
-}
-
-// Get is GetWithPriority without the priority.
-func (q *Queue[request]) Get() (item request, shutdown bool) {
-	item, _, shutdown = q.GetWithPriority()
-	return item, shutdown
 }

@@ -59,6 +59,15 @@ type Config[K comparable] struct {
 	// pending add. Zero means 10 × Debounce; a value below Debounce
 	// (negative included) is raised to Debounce.
 	DebounceMaxWait time.Duration
+
+	// StopOnShutDown makes Get and its variants hand out no key once
+	// ShutDown or ShutDownWithDrain has been called, even keys still ready
+	// or held, as controller-runtime's priority queue does: a stopping
+	// controller does not reconcile them with a cancelled context. Runs in
+	// flight are unaffected (ShutDownWithDrain still waits for them). By
+	// default, as client-go, workers keep getting the ready keys until none
+	// is left.
+	StopOnShutDown bool
 }
 
 // Validate reports every field of c that New would have to replace, joined in
@@ -84,10 +93,11 @@ type settings struct {
 	maxLinks        int // < 0: keep none
 	debounce        int64
 	debounceMaxWait int64
+	stopOnShutDown  bool
 }
 
 func (c Config[K]) settings() settings {
-	s := settings{maxLinks: c.MaxLinks}
+	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown}
 	if s.maxLinks == 0 {
 		s.maxLinks = DefaultMaxLinks
 	}

@@ -151,7 +151,7 @@ type model struct {
 	timed, observed          bool
 	maxLinks                 int
 	debounce, maxWait        int64
-	shutdown                 bool
+	shutdown, stopOnShutdown bool
 	adds, retries, coalesced uint64
 	keys                     [modelKeys]mEntry
 	failures                 [modelKeys]int
@@ -170,7 +170,7 @@ type modelRun struct {
 // newModelRun makes the queue and its model. cfgByte: bit 0 names the queue
 // (timed), bit 1 installs an Observer (timed too), bits 2-3 choose MaxLinks
 // (0, 1, 3, -1), bits 4-5 debouncing (none, none, 1s window, 1s window with
-// a 3s max wait).
+// a 3s max wait), bit 6 StopOnShutDown.
 func newModelRun(t *testing.T, cfgByte byte) *modelRun {
 	r := &modelRun{t: t, fc: testingclock.NewFakeClock(t0)}
 	cfg := Config[int]{
@@ -195,13 +195,16 @@ func newModelRun(t *testing.T, cfgByte byte) *modelRun {
 		cfg.Debounce, cfg.DebounceMaxWait = modelWindow, 3*modelWindow
 		m.debounce, m.maxWait = int64(modelWindow), int64(3*modelWindow)
 	}
+	if cfgByte&0x40 != 0 {
+		cfg.StopOnShutDown, m.stopOnShutdown = true, true
+	}
 	r.s = New(cfg)
 	if cfgByte&2 != 0 {
 		r.obs = &fuzzObserver{}
 		r.s.SetObserver(r.obs)
 		m.timed, m.observed = true, true
 	}
-	m.logf("config: name %q, observer %v, MaxLinks %d, Debounce %v, DebounceMaxWait %v", cfg.Name, r.obs != nil, cfg.MaxLinks, cfg.Debounce, cfg.DebounceMaxWait)
+	m.logf("config: name %q, observer %v, MaxLinks %d, Debounce %v, DebounceMaxWait %v, StopOnShutDown %v", cfg.Name, r.obs != nil, cfg.MaxLinks, cfg.Debounce, cfg.DebounceMaxWait, cfg.StopOnShutDown)
 	return r
 }
 
@@ -261,7 +264,7 @@ func (r *modelRun) step(op, arg byte) {
 	case 6:
 		r.getContext()
 	case 7:
-		if m.readyCount() == 0 && !m.shutdown {
+		if m.handsOut() == 0 && !m.shutdown {
 			// Get would block.
 			r.getContext()
 			return
@@ -269,7 +272,7 @@ func (r *modelRun) step(op, arg byte) {
 		m.logf("GetWithPriority()")
 		key, prio, shutdown := s.GetWithPriority()
 		if shutdown {
-			if m.readyCount() != 0 || !m.shutdown {
+			if m.handsOut() != 0 || !m.shutdown {
 				r.fatalf("Get reported shutdown; model: %d ready, shut down %v", m.readyCount(), m.shutdown)
 			}
 			return
@@ -334,11 +337,11 @@ func (r *modelRun) getContext() {
 	case err == nil:
 		r.got(it.Key, &it, it.Context())
 	case errors.Is(err, ErrShutDown):
-		if m.readyCount() != 0 || !m.shutdown {
+		if m.handsOut() != 0 || !m.shutdown {
 			r.fatalf("GetContext: ErrShutDown; model: %d ready, shut down %v", m.readyCount(), m.shutdown)
 		}
 	case errors.Is(err, context.Canceled):
-		if m.readyCount() != 0 || m.shutdown {
+		if m.handsOut() != 0 || m.shutdown {
 			r.fatalf("GetContext: context.Canceled; model: %d ready, shut down %v", m.readyCount(), m.shutdown)
 		}
 	default:
@@ -357,6 +360,9 @@ func (r *modelRun) got(key int, it *Item[int], ctx context.Context) {
 	e := &m.keys[key]
 	if e.processing {
 		r.fatalf("key %d handed out while still in flight", key)
+	}
+	if m.shutdown && m.stopOnShutdown {
+		r.fatalf("key %d handed out after ShutDown with StopOnShutDown", key)
 	}
 	if !e.ready() {
 		r.fatalf("key %d handed out, but the model has it pending %v, delayed %v (ready at t0+%v)", key, e.pending, e.delayed, time.Duration(e.readyAt))
@@ -608,6 +614,15 @@ func (m *model) shutDown() {
 	}
 }
 
+// handsOut is the number of keys Get may hand out: the ready ones, none
+// after ShutDown with StopOnShutDown.
+func (m *model) handsOut() int {
+	if m.shutdown && m.stopOnShutdown {
+		return 0
+	}
+	return m.readyCount()
+}
+
 func (m *model) readyCount() int {
 	n := 0
 	for i := range m.keys {
@@ -744,7 +759,7 @@ func (r *modelRun) finish() {
 				r.check()
 			}
 		}
-		for m.readyCount() > 0 {
+		for m.handsOut() > 0 {
 			r.getContext()
 			r.check()
 		}
@@ -752,7 +767,8 @@ func (r *modelRun) finish() {
 	if _, err := s.GetContext(cancelled); !errors.Is(err, ErrShutDown) {
 		r.fatalf("drained queue: GetContext error %v, want ErrShutDown", err)
 	}
-	if st := s.Stats(); st.Depth != 0 || st.Delayed != 0 || st.Held != 0 || st.InFlight != 0 {
-		r.fatalf("drained queue: Stats %+v", st)
+	// With StopOnShutDown the ready keys stay, never handed out.
+	if st := s.Stats(); st.Depth != m.readyCount() || st.Delayed != 0 || st.Held != 0 || st.InFlight != 0 {
+		r.fatalf("drained queue: Stats %+v, model %d ready", st, m.readyCount())
 	}
 }

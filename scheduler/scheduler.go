@@ -607,6 +607,9 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 		}
 	}()
 	for {
+		if s.shuttingDown && s.set.stopOnShutDown {
+			return ErrShutDown
+		}
 		if len(s.delayed) > 0 {
 			if now := s.now(); s.delayed[0].at <= now {
 				s.promoteLocked(now)
@@ -758,7 +761,8 @@ func (s *Scheduler[K]) Done(key K) {
 }
 
 // ShutDown makes the queue ignore every further add. Keys already ready are
-// still handed out by Get until none is left; then Get reports shutdown.
+// still handed out by Get until none is left (none at all with
+// Config.StopOnShutDown); then Get reports shutdown.
 // Delayed keys (AddAfter, AddRateLimited, debounce) are dropped, as client-go
 // drops them; a key added while it was processed, with no delay, still runs
 // once more after its Done. ShutDown does not wait for runs in flight.

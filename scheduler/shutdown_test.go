@@ -268,3 +268,56 @@ func TestShutDownWithKeysEverywhere(t *testing.T) {
 		t.Fatalf("Len = %d, want 0", n)
 	}
 }
+
+// TestStopOnShutDown: with Config.StopOnShutDown, nothing is handed out
+// after ShutDown: not the ready keys, nor a held key that becomes ready
+// when its run ends, to a worker already waiting or to a later Get; the
+// keys stay counted in Len and Stats.
+func TestStopOnShutDown(t *testing.T) {
+	t.Run("held key and a waiting worker", func(t *testing.T) {
+		s := New(Config[string]{Name: "stopping", StopOnShutDown: true})
+		s.Add("busy")
+		if k, _ := s.Get(); k != "busy" {
+			t.Fatalf("Get = %q", k)
+		}
+		s.Add("busy") // held: pending while in flight
+		waiter := make(chan bool, 1)
+		go func() {
+			// Nothing is ready before ShutDown, so whenever this runs it
+			// must report shutdown.
+			_, shutdown := s.Get()
+			waiter <- shutdown
+		}()
+		s.ShutDown()
+		s.Done("busy") // the held run becomes ready
+		select {
+		case shutdown := <-waiter:
+			if !shutdown {
+				t.Error("the waiting worker got a key after ShutDown")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiting worker was not woken by ShutDown")
+		}
+		if k, shutdown := s.Get(); !shutdown {
+			t.Errorf("Get after ShutDown = %q, want shutdown", k)
+		}
+		if n, st := s.Len(), s.Stats(); n != 1 || st.Depth != 1 || st.InFlight != 0 {
+			t.Errorf("Len %d, Stats %+v: want the held key ready, never handed out", n, st)
+		}
+	})
+	t.Run("ready keys", func(t *testing.T) {
+		s := New(Config[string]{StopOnShutDown: true})
+		s.Add("a")
+		s.Add("b")
+		s.ShutDown()
+		if k, _, shutdown := s.GetWithPriority(); !shutdown {
+			t.Errorf("GetWithPriority after ShutDown = %q, want shutdown", k)
+		}
+		if _, err := s.GetContext(context.Background()); !errors.Is(err, ErrShutDown) {
+			t.Errorf("GetContext after ShutDown: %v, want ErrShutDown", err)
+		}
+		if n := s.Len(); n != 2 {
+			t.Errorf("Len = %d, want 2", n)
+		}
+	})
+}
