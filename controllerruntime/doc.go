@@ -10,6 +10,7 @@
 //
 //	otq := controllerruntime.New()           // global OTel providers by default
 //	err := builder.ControllerManagedBy(mgr).
+//		Named("configmaps").
 //		Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject()).
 //		WithOptions(controller.Options{NewQueue: otq.NewQueue}).
 //		Complete(otq.Reconciler(myReconciler))

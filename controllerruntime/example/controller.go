@@ -47,7 +47,7 @@ const (
 	versionKey         = "version"
 )
 
-var tracer = otel.Tracer("github.com/otelqueue/otelqueue/controllerruntime/example")
+const tracerName = "github.com/otelqueue/otelqueue/controllerruntime/example"
 
 // runManager runs the manager, and the workload when asked, until ctx ends.
 func runManager(ctx context.Context, cfg config) error {
@@ -58,7 +58,10 @@ func runManager(ctx context.Context, cfg config) error {
 	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
 	logf.SetLogger(logger)
 
-	w := &workload{cfg: cfg, client: cs}
+	// The tracer of the providers setupTelemetry installed (a package-level
+	// otel.Tracer would stay bound to the first ones ever installed).
+	tracer := otel.Tracer(tracerName)
+	w := &workload{cfg: cfg, client: cs, tracer: tracer}
 	if cfg.generate {
 		// Before the controller starts: these are its initial list.
 		if err := w.seed(ctx); err != nil {
@@ -79,13 +82,13 @@ func runManager(ctx context.Context, cfg config) error {
 	otq := controllerruntime.New() // the global providers set by setupTelemetry
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
-		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.workers}).
+		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.workers, SkipNameValidation: &cfg.skipNameValidation}).
 		WatchesRawSource(&source.Informer{
 			Informer:   cms.Informer(),
 			Handler:    controllerruntime.EnqueueRequestForObject(),
 			Predicates: []predicate.Predicate{dataChanged()},
 		}).
-		Complete(otq.Reconciler(&reconciler{client: cs, lister: cms.Lister(), latency: cfg.latency}))
+		Complete(otq.Reconciler(&reconciler{client: cs, lister: cms.Lister(), latency: cfg.latency, tracer: tracer}))
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
@@ -160,6 +163,7 @@ type reconciler struct {
 	client  kubernetes.Interface
 	lister  listersv1.ConfigMapLister
 	latency time.Duration
+	tracer  trace.Tracer
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -170,7 +174,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_, span := tracer.Start(ctx, "work")
+	_, span := r.tracer.Start(ctx, "work")
 	select {
 	case <-time.After(r.latency):
 	case <-ctx.Done():
@@ -196,6 +200,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 type workload struct {
 	cfg    config
 	client kubernetes.Interface
+	tracer trace.Tracer
 }
 
 func (w *workload) name(i int) string { return fmt.Sprintf("demo-%04d", i) }
@@ -224,7 +229,7 @@ func (w *workload) run(ctx context.Context) {
 
 // update bumps one ConfigMap's data version inside a "workload update" span.
 func (w *workload) update(ctx context.Context, i int) {
-	ctx, span := tracer.Start(ctx, "workload update", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := w.tracer.Start(ctx, "workload update", trace.WithSpanKind(trace.SpanKindProducer))
 	defer span.End()
 	cms := w.client.CoreV1().ConfigMaps(w.cfg.namespace)
 	cm, err := cms.Get(ctx, w.name(i), metav1.GetOptions{})

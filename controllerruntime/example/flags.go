@@ -25,8 +25,10 @@ type config struct {
 	churn        float64 // updates per second
 	latency      time.Duration
 
-	// spans, set by tests only, also receives every span.
-	spans sdktrace.SpanProcessor
+	// Set by tests only: spans also receives every span, and the
+	// controller's name is not checked for uniqueness in the process.
+	spans              sdktrace.SpanProcessor
+	skipNameValidation bool
 }
 
 func parseFlags(args []string) (config, error) {

@@ -13,10 +13,11 @@
 // -kubeconfig it watches -namespace of a real cluster (and writes there only
 // with -generate).
 //
-// Telemetry: -metrics-addr serves controller-runtime's metrics registry, in
-// which the OpenTelemetry Prometheus exporter is registered, so one endpoint
-// shows controller-runtime's controller_runtime_* series and otelqueue's
-// workqueue_* series (with exemplars in the OpenMetrics format), each once.
+// Telemetry: -metrics-addr serves, in one scrape, controller-runtime's
+// metrics registry and the registry of the OpenTelemetry Prometheus exporter
+// (prometheus.Gatherers), so one endpoint shows controller-runtime's
+// controller_runtime_* series and otelqueue's workqueue_* series (with
+// exemplars in the OpenMetrics format), each once.
 // When OTEL_EXPORTER_OTLP_ENDPOINT is set, traces and metrics also go over
 // OTLP gRPC. The standard OTEL_* variables apply.
 package main

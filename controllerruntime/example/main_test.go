@@ -59,6 +59,7 @@ func TestExampleOnFakeCluster(t *testing.T) {
 	}
 	sr := tracetest.NewSpanRecorder()
 	cfg.spans = sr
+	cfg.skipNameValidation = true // -count > 1 runs the controller again
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
@@ -79,11 +80,19 @@ func TestExampleOnFakeCluster(t *testing.T) {
 		"an exemplar on the work":                  regexp.MustCompile(`^workqueue_work_duration_seconds_bucket\{[^}]*name="configmaps"[^}]*\} \d+ # \{[^}]*trace_id="[0-9a-f]{32}"`),
 	}
 	deadline := time.Now().Add(30 * time.Second)
+	// pause waits between polls, failing at once if the example stopped.
+	pause := func() {
+		select {
+		case err := <-errc:
+			t.Fatalf("the example stopped early: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	for missing := want; len(missing) > 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("the scrape of %s still lacks %d series, e.g. %v", url, len(missing), missing)
 		}
-		time.Sleep(100 * time.Millisecond)
+		pause()
 		lines := scrape(t, url)
 		missing = map[string]*regexp.Regexp{}
 		for what, re := range want {
@@ -124,7 +133,7 @@ func TestExampleOnFakeCluster(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no reconcile root links to a workload update")
 		}
-		time.Sleep(100 * time.Millisecond)
+		pause()
 		root, ok = linked()
 	}
 	children := map[string]sdktrace.ReadOnlySpan{}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/propagation"
@@ -53,20 +54,6 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		traceOpts = append(traceOpts, sdktrace.WithSampler(otelqueuesdk.LinkSampled(sdktrace.ParentBased(sdktrace.AlwaysSample()))))
 	}
 	metricOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		// The exporters read OTEL_EXPORTER_OTLP_* and export in the
-		// background: an unreachable collector slows no reconcile.
-		te, err := otlptracegrpc.New(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
-		}
-		me, err := otlpmetricgrpc.New(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
-		}
-		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
-		metricOpts = append(metricOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)))
-	}
 	if cfg.metricsAddr != "" {
 		// The exporter gets a registry of its own; /metrics gathers it with
 		// controller-runtime's. A series in both would fail the scrape, so
@@ -92,6 +79,29 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		}()
 		log.Printf("metrics at %s", t.metricsURL)
 	}
+	// OTLP per signal, as the OTEL_EXPORTER_OTLP_* variables ask. The
+	// exporters export in the background: an unreachable collector slows no
+	// reconcile.
+	var te *otlptrace.Exporter
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		te, err = otlptracegrpc.New(ctx)
+		if err != nil {
+			t.closeServer()
+			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+		}
+		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
+		me, err := otlpmetricgrpc.New(ctx)
+		if err != nil {
+			t.closeServer()
+			if te != nil {
+				_ = te.Shutdown(ctx)
+			}
+			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
+		}
+		metricOpts = append(metricOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)))
+	}
 	if cfg.spans != nil {
 		traceOpts = append(traceOpts, sdktrace.WithSpanProcessor(cfg.spans))
 	}
@@ -102,6 +112,13 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(&throttledLog{every: 30 * time.Second})
 	return t, nil
+}
+
+// closeServer stops the metrics server, if any, when setup fails.
+func (t *telemetry) closeServer() {
+	if t.server != nil {
+		_ = t.server.Close()
+	}
 }
 
 // shutdown flushes and stops everything, within ctx.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,8 +116,8 @@ func runController(ctx context.Context, cfg config, tel *telemetry) error {
 	if tel.metricsURL != "" {
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.metricsURL)
 	}
-	if tel.otlp != "" {
-		log.Printf("exporting traces and metrics over OTLP gRPC to %s", tel.otlp)
+	if len(tel.otlp) > 0 {
+		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.otlp, ", "))
 	} else {
 		log.Printf("no OTLP export (set OTEL_EXPORTER_OTLP_ENDPOINT to send traces and metrics to a collector)")
 	}

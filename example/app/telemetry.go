@@ -33,7 +33,7 @@ type telemetry struct {
 	mp         *sdkmetric.MeterProvider
 	server     *http.Server
 	metricsURL string
-	otlp       string
+	otlp       []string // what goes where over OTLP
 }
 
 // setupTelemetry builds the tracer and meter providers from the flags and the
@@ -58,20 +58,33 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG.
 	metricOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
 
-	if endpoint := otlpEndpoint(); endpoint != "" {
-		t.otlp = endpoint
-		// The exporters read OTEL_EXPORTER_OTLP_* themselves. They connect
-		// lazily and export from background goroutines, so an unreachable
-		// collector delays no reconcile; its errors are logged below.
+	// OTLP per signal, as the OTEL_EXPORTER_OTLP_* variables ask. The
+	// exporters read those variables themselves. They connect lazily and
+	// export from background goroutines, so an unreachable collector
+	// delays no reconcile; its errors are logged below.
+	var exporters []interface{ Shutdown(context.Context) error }
+	fail := func(err error) (*telemetry, error) {
+		for _, e := range exporters {
+			_ = e.Shutdown(ctx)
+		}
+		return nil, err
+	}
+	if endpoint := otlpEndpoint("TRACES"); endpoint != "" {
+		t.otlp = append(t.otlp, "traces to "+endpoint)
 		te, err := otlptracegrpc.New(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("OTLP trace exporter for %s: %w", endpoint, err)
+			return fail(fmt.Errorf("OTLP trace exporter for %s: %w", endpoint, err))
 		}
+		exporters = append(exporters, te)
+		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
+	}
+	if endpoint := otlpEndpoint("METRICS"); endpoint != "" {
+		t.otlp = append(t.otlp, "metrics to "+endpoint)
 		me, err := otlpmetricgrpc.New(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("OTLP metric exporter for %s: %w", endpoint, err)
+			return fail(fmt.Errorf("OTLP metric exporter for %s: %w", endpoint, err))
 		}
-		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
+		exporters = append(exporters, me)
 		// The periodic reader honours OTEL_METRIC_EXPORT_INTERVAL.
 		metricOpts = append(metricOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)))
 	}
@@ -81,12 +94,12 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 		if err != nil {
-			return nil, fmt.Errorf("Prometheus exporter: %w", err)
+			return fail(fmt.Errorf("Prometheus exporter: %w", err))
 		}
 		metricOpts = append(metricOpts, sdkmetric.WithReader(exp))
 		ln, err := net.Listen("tcp", cfg.metricsAddr)
 		if err != nil {
-			return nil, fmt.Errorf("-metrics-addr %s: %w (is another instance running? pick another port or -metrics-addr '')", cfg.metricsAddr, err)
+			return fail(fmt.Errorf("-metrics-addr %s: %w (is another instance running? pick another port or -metrics-addr '')", cfg.metricsAddr, err))
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
@@ -108,14 +121,14 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 	return t, nil
 }
 
-// otlpEndpoint returns the configured OTLP endpoint, if any.
-func otlpEndpoint() string {
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
-		if e := os.Getenv(v); e != "" {
-			return e
-		}
+// otlpEndpoint returns the OTLP endpoint configured for signal ("TRACES"
+// or "METRICS"), if any: OTEL_EXPORTER_OTLP_<signal>_ENDPOINT, else
+// OTEL_EXPORTER_OTLP_ENDPOINT.
+func otlpEndpoint(signal string) string {
+	if e := os.Getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"); e != "" {
+		return e
 	}
-	return ""
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 }
 
 // shutdown flushes and stops everything, within ctx.
