@@ -23,8 +23,10 @@ const PriorityOverflow = "exceeded_cardinality_limit"
 // MaxPriorities is the number of distinct priorities a queue's depth is
 // reported under, each as its own series, as controller-runtime's limit: a
 // queue that uses more has the rest summed under PriorityOverflow. The
-// priorities are learned at collection, highest first among those with keys
-// ready, priority 0 from the start; a learned priority keeps its series.
+// priorities are learned at collection, highest first among those
+// scheduler.Scheduler.DepthByPriority reports (which may include recently
+// drained ones), priority 0 from the start; a learned priority keeps its
+// series, and so does PriorityOverflow once used (at 0 when empty).
 const MaxPriorities = 25
 
 // depthByPriority reports a scheduler's MetricDepth by AttrPriority. A
@@ -34,12 +36,13 @@ const MaxPriorities = 25
 type depthByPriority struct {
 	base []attribute.KeyValue
 
-	mu       sync.Mutex // collection may run for several readers at once
-	known    map[int]metric.MeasurementOption
-	order    []int // known, in the order seen
-	overflow metric.MeasurementOption
-	buf      []scheduler.PriorityDepth
-	sums     map[int]int64
+	mu         sync.Mutex // collection may run for several readers at once
+	known      map[int]metric.MeasurementOption
+	order      []int // known, in the order seen
+	overflow   metric.MeasurementOption
+	overflowed bool // PriorityOverflow has been used
+	buf        []scheduler.PriorityDepth
+	sums       map[int]int64
 }
 
 func newDepthByPriority(attrs attribute.Set) *depthByPriority {
@@ -78,20 +81,20 @@ func observeDepth[K comparable](d *depthByPriority, s *scheduler.Scheduler[K], o
 	defer d.mu.Unlock()
 	d.buf = s.DepthByPriority(d.buf[:0])
 	var overflow int64
-	overflowed := false
 	for _, pd := range d.buf {
 		if d.learn(pd.Priority) {
 			d.sums[pd.Priority] += int64(pd.Depth)
 		} else {
 			overflow += int64(pd.Depth)
-			overflowed = true
+			d.overflowed = true
 		}
 	}
 	for _, p := range d.order {
 		o.ObserveInt64(inst, d.sums[p], d.known[p])
 		d.sums[p] = 0
 	}
-	if overflowed {
+	if d.overflowed {
+		// Reported from then on, at 0 too, rather than vanishing.
 		o.ObserveInt64(inst, overflow, d.overflow)
 	}
 }

@@ -107,8 +107,8 @@ type instruments struct {
 // two help texts, so this is what lets an application serve otelqueue's
 // series and those of controller-runtime's own queues (its other
 // controllers) from one endpoint. (Some say "item" where otelqueue says
-// "key", and the retries one says "non-zero delay" where both count every
-// AddAfter.)
+// "key", and the retries one says "non-zero delay" where otelqueue, like
+// client-go, counts every AddAfter and AddRateLimited.)
 const (
 	helpDepth          = "Current depth of workqueue by workqueue and priority"
 	helpAdds           = "Total number of adds handled by workqueue"

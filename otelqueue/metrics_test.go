@@ -433,4 +433,13 @@ func TestMetricsDepthByPriority(t *testing.T) {
 	if st := q.Stats(); sum != int64(st.Depth) {
 		t.Errorf("depth series sum to %d, Stats().Depth is %d", sum, st.Depth)
 	}
+
+	// Drained: every series stays, the overflow one too, at 0.
+	for q.Len() > 0 {
+		q.Done(e.get(t).Key)
+	}
+	for p := range want {
+		want[p] = 0
+	}
+	assertMetrics(t, e.collect(t), noTime, depthSum(want))
 }

@@ -15,9 +15,10 @@ type PriorityDepth struct {
 // holds keys at, highest first, and returns the extended slice: the
 // depth-by-priority of controller-runtime's priority queue. The depths sum
 // to Stats().Depth at one instant. A priority keys were recently ready at
-// may be reported with a depth of 0 (the queue keeps up to 16 priorities
-// while they are empty, so that a gauge by priority goes back to 0 rather
-// than vanishing); delayed and held keys count at no priority.
+// may be reported with a depth of 0: the queue keeps the levels of drained
+// priorities, so that a gauge by priority goes back to 0 rather than
+// vanishing, until it holds 16 priorities; adding a key at a new priority
+// then drops every empty one. Delayed and held keys count at no priority.
 //
 // Unlike Stats, DepthByPriority takes the queue lock, for a time that grows
 // with the number of priorities, not of keys. It allocates only when dst
