@@ -47,7 +47,9 @@
 // ctx and with the span context found in the object's
 // tracing.k8s.io/traceparent annotation (otelqueue.TraceparentAnnotation,
 // written by otelqueue.InjectTraceparent), so that the reconcile trace links
-// to the change that caused it.
+// to the change that caused it. [WithTraceContext] wraps any other handler
+// (handler.EnqueueRequestForOwner, handler.EnqueueRequestsFromMapFunc, ...)
+// to the same effect, keeping the requests and priorities it computes.
 //
 // # Priorities
 //

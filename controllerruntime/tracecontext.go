@@ -1,0 +1,104 @@
+package controllerruntime
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+)
+
+// WithTraceContext wraps any controller-runtime event handler, such as
+// handler.EnqueueRequestForOwner or handler.EnqueueRequestsFromMapFunc, so
+// that the requests it enqueues into a [Queue] carry the event's ctx and,
+// when the event's object has a valid tracing.k8s.io/traceparent
+// annotation, that span context (read by an otelqueue.TraceparentReader
+// built with opts: by default a link only). The handler keeps its own
+// logic: the requests it computes and the priorities it gives them
+// (controller-runtime's handlers deprioritise the initial list and
+// resyncs). For an update, the new object's annotation is read.
+//
+// The handler sees a view of the queue whose adds are the queue's
+// context-aware ones; a queue not built by this package is passed through
+// unchanged, and its requests carry no link.
+//
+//	Watches(&corev1.Secret{}, controllerruntime.WithTraceContext(
+//		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &corev1.ConfigMap{}, handler.OnlyControllerOwner())))
+func WithTraceContext[object client.Object, request comparable](h handler.TypedEventHandler[object, request], opts ...otelqueue.ReaderOption) handler.TypedEventHandler[object, request] {
+	return &withTraceContext[object, request]{h: h, reader: otelqueue.NewTraceparentReader(opts...)}
+}
+
+type withTraceContext[object client.Object, request comparable] struct {
+	h      handler.TypedEventHandler[object, request]
+	reader *otelqueue.TraceparentReader
+}
+
+func (w *withTraceContext[object, request]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	w.h.Create(ctx, evt, w.queue(ctx, evt.Object, q))
+}
+
+func (w *withTraceContext[object, request]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	obj := evt.ObjectNew
+	if isNil(obj) {
+		obj = evt.ObjectOld
+	}
+	w.h.Update(ctx, evt, w.queue(ctx, obj, q))
+}
+
+func (w *withTraceContext[object, request]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	w.h.Delete(ctx, evt, w.queue(ctx, evt.Object, q))
+}
+
+func (w *withTraceContext[object, request]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
+	w.h.Generic(ctx, evt, w.queue(ctx, evt.Object, q))
+}
+
+// queue returns the view of q the handler adds through: q's context-aware
+// adds with ctx and obj's span context, when q has them.
+func (w *withTraceContext[object, request]) queue(ctx context.Context, obj object, q workqueue.TypedRateLimitingInterface[request]) workqueue.TypedRateLimitingInterface[request] {
+	cq, ok := q.(contextQueue[request])
+	if !ok {
+		return q
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !isNil(obj) {
+		ctx = w.reader.ContextWith(ctx, obj)
+	}
+	return contextView[request]{contextQueue: cq, ctx: ctx}
+}
+
+// contextQueue is what WithTraceContext needs of a queue: *[Queue] has it.
+type contextQueue[request comparable] interface {
+	priorityqueue.PriorityQueue[request]
+	AddContext(ctx context.Context, item request)
+	AddAfterContext(ctx context.Context, item request, delay time.Duration)
+	AddRateLimitedContext(ctx context.Context, item request)
+	AddWithOptsContext(ctx context.Context, o priorityqueue.AddOpts, items ...request)
+}
+
+// contextView is a queue whose adds keep ctx; every other method is the
+// queue's. It is a priorityqueue.PriorityQueue, so controller-runtime's
+// handlers give it priorities.
+type contextView[request comparable] struct {
+	contextQueue[request]
+	ctx context.Context
+}
+
+func (v contextView[request]) Add(item request) { v.AddContext(v.ctx, item) }
+
+func (v contextView[request]) AddAfter(item request, delay time.Duration) {
+	v.AddAfterContext(v.ctx, item, delay)
+}
+
+func (v contextView[request]) AddRateLimited(item request) { v.AddRateLimitedContext(v.ctx, item) }
+
+func (v contextView[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
+	v.AddWithOptsContext(v.ctx, o, items...)
+}
