@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
@@ -52,4 +53,27 @@ func Example() {
 // Metrics and queue spans only, with the reconciler unwrapped.
 func ExampleNewQueue() {
 	_ = controller.Options{NewQueue: controllerruntime.NewQueue()}
+}
+
+// Owned objects: a change to a Secret reconciles the ConfigMap that
+// controls it, in a trace linked to the Secret's writer, with
+// controller-runtime's owner handler and its priorities unchanged.
+func ExampleWithTraceContext() {
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
+	if err != nil {
+		panic(err)
+	}
+	otq := controllerruntime.New()
+	err = builder.ControllerManagedBy(mgr).
+		Named("configmaps").
+		Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject()).
+		Watches(&corev1.Secret{}, controllerruntime.WithTraceContext(
+			handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &corev1.ConfigMap{}, handler.OnlyControllerOwner()))).
+		WithOptions(controller.Options{NewQueue: otq.NewQueue}).
+		Complete(otq.Reconciler(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		})))
+	if err != nil {
+		panic(err)
+	}
 }
