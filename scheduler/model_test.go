@@ -170,7 +170,7 @@ type modelRun struct {
 // newModelRun makes the queue and its model. cfgByte: bit 0 names the queue
 // (timed), bit 1 installs an Observer (timed too), bits 2-3 choose MaxLinks
 // (0, 1, 3, -1), bits 4-5 debouncing (none, none, 1s window, 1s window with
-// a 3s max wait), bit 6 StopOnShutDown.
+// a 3s max wait), bit 7 StopOnShutDown.
 func newModelRun(t *testing.T, cfgByte byte) *modelRun {
 	r := &modelRun{t: t, fc: testingclock.NewFakeClock(t0)}
 	cfg := Config[int]{
@@ -195,7 +195,7 @@ func newModelRun(t *testing.T, cfgByte byte) *modelRun {
 		cfg.Debounce, cfg.DebounceMaxWait = modelWindow, 3*modelWindow
 		m.debounce, m.maxWait = int64(modelWindow), int64(3*modelWindow)
 	}
-	if cfgByte&0x40 != 0 {
+	if cfgByte&0x80 != 0 {
 		cfg.StopOnShutDown, m.stopOnShutdown = true, true
 	}
 	r.s = New(cfg)

@@ -489,8 +489,8 @@ func (s *Scheduler[K]) Len() int {
 }
 
 // Get blocks until a key is ready and returns it, or returns shutdown=true
-// once the queue is shut down and no ready key is left. Call Done with the
-// key when its processing ends.
+// once the queue is shut down and no ready key is left (at once with
+// Config.StopOnShutDown). Call Done with the key when its processing ends.
 func (s *Scheduler[K]) Get() (key K, shutdown bool) {
 	it, err := s.get(context.Background(), false)
 	if err != nil {
@@ -511,8 +511,9 @@ func (s *Scheduler[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 
 // GetContext is Get for workers that want the whole Item: it blocks until a
 // key is ready, ctx is done (it returns ctx.Err()), or the queue is shut down
-// with no ready key left (it returns ErrShutDown). A ready key is handed out
-// even when ctx is already done, so GetContext with a done ctx never blocks. Process the key in
+// with no ready key left, or at all with Config.StopOnShutDown (it returns
+// ErrShutDown). A ready key is handed out even when ctx is already done, so
+// GetContext with a done ctx never blocks. Process the key in
 // item.Context() and call Done with item.Key when finished.
 func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
 	return s.get(ctx, true)

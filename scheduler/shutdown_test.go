@@ -283,11 +283,12 @@ func TestStopOnShutDown(t *testing.T) {
 		s.Add("busy") // held: pending while in flight
 		waiter := make(chan bool, 1)
 		go func() {
-			// Nothing is ready before ShutDown, so whenever this runs it
-			// must report shutdown.
 			_, shutdown := s.Get()
 			waiter <- shutdown
 		}()
+		// The worker waits (nothing is ready) when ShutDown comes; the
+		// held key becomes ready right after, before it wakes.
+		waitParked(t, "waitReadyLocked", 1)
 		s.ShutDown()
 		s.Done("busy") // the held run becomes ready
 		select {

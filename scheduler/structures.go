@@ -73,24 +73,23 @@ func (r *readyQueue[K]) len() int { return r.n }
 // the cost of pop stay bounded by the priorities of the keys it holds.
 const maxIdleLevels = 16
 
-// level returns the level of priority p, creating it in order.
+// level returns the level of priority p, creating it in order; creating
+// one when maxIdleLevels are kept first drops the empty ones.
 func (r *readyQueue[K]) level(p int) *level[K] {
-	if len(r.levels) >= maxIdleLevels {
-		r.prune(p)
-	}
-	for i := range r.levels {
-		switch l := &r.levels[i]; {
-		case l.prio == p:
+	i := 0
+	for ; i < len(r.levels); i++ {
+		if l := &r.levels[i]; l.prio == p {
 			return l
-		case l.prio < p:
-			r.levels = append(r.levels, level[K]{})
-			copy(r.levels[i+1:], r.levels[i:])
-			r.levels[i] = level[K]{prio: p}
-			return &r.levels[i]
+		} else if l.prio < p {
+			break
 		}
 	}
-	r.levels = append(r.levels, level[K]{prio: p})
-	return &r.levels[len(r.levels)-1]
+	if len(r.levels) >= maxIdleLevels {
+		r.prune()
+		i, _ = slices.BinarySearchFunc(r.levels, p, func(l level[K], p int) int { return p - l.prio })
+	}
+	r.levels = slices.Insert(r.levels, i, level[K]{prio: p})
+	return &r.levels[i]
 }
 
 // push makes e ready at its priority.
@@ -116,10 +115,10 @@ func (r *readyQueue[K]) raise(e *entry[K], p int32) {
 	r.push(e)
 }
 
-// prune drops the empty levels but the one of priority keep. The slots left
-// in an empty level are all stale.
-func (r *readyQueue[K]) prune(keep int) {
-	r.levels = slices.DeleteFunc(r.levels, func(l level[K]) bool { return l.n == 0 && l.prio != keep })
+// prune drops the empty levels. The slots left in an empty level are all
+// stale.
+func (r *readyQueue[K]) prune() {
+	r.levels = slices.DeleteFunc(r.levels, func(l level[K]) bool { return l.n == 0 })
 }
 
 // pop takes the oldest entry of the highest priority; r.len() must be > 0.
