@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -74,6 +75,7 @@ type TraceparentReader struct {
 	props   propagation.TextMapPropagator
 	trust   bool
 	invalid atomic.Uint64
+	counter metric.Int64Counter // MetricInvalidTraceparents
 }
 
 // ReaderOption configures a TraceparentReader.
@@ -120,16 +122,16 @@ func NewTraceparentReader(opts ...ReaderOption) *TraceparentReader {
 	c := &rc.config
 	c.setDefaults()
 	r := &TraceparentReader{props: c.propagators, trust: rc.trust}
+	// A synchronous counter, so that the readers of one process (one per
+	// handler, say) add up in the one series rather than overwrite it.
 	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
-	_, err := m.Int64ObservableCounter(MetricInvalidTraceparents,
+	var err error
+	r.counter, err = m.Int64Counter(MetricInvalidTraceparents,
 		metric.WithUnit("{annotation}"),
-		metric.WithDescription("Object traceparent annotations that were ignored because they were too long or malformed."),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(int64(r.invalid.Load()))
-			return nil
-		}))
+		metric.WithDescription("Object traceparent annotations that were ignored because they were too long or malformed."))
 	if err != nil {
 		otel.Handle(err)
+		r.counter, _ = noop.Meter{}.Int64Counter(MetricInvalidTraceparents)
 	}
 	return r
 }
@@ -146,7 +148,7 @@ func (r *TraceparentReader) SpanContext(obj Annotated) trace.SpanContext {
 		return trace.SpanContext{}
 	}
 	if len(v) == 0 || len(v) > MaxTraceparentLen {
-		r.invalid.Add(1)
+		r.countInvalid()
 		return trace.SpanContext{}
 	}
 	carrier := propagation.MapCarrier{traceparentHeader: v}
@@ -157,13 +159,18 @@ func (r *TraceparentReader) SpanContext(obj Annotated) trace.SpanContext {
 		sc = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 	}
 	if !sc.IsValid() {
-		r.invalid.Add(1)
+		r.countInvalid()
 		return trace.SpanContext{}
 	}
 	if !r.trust {
 		sc = sc.WithTraceFlags(sc.TraceFlags() &^ trace.FlagsSampled)
 	}
 	return sc.WithRemote(true)
+}
+
+func (r *TraceparentReader) countInvalid() {
+	r.invalid.Add(1)
+	r.counter.Add(context.Background(), 1)
 }
 
 // ContextWith returns ctx carrying the span context of obj's annotation, for

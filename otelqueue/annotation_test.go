@@ -127,6 +127,16 @@ func TestTraceparentReader(t *testing.T) {
 	}
 	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricInvalidTraceparents, "{annotation}", true, *attribute.EmptySet(), 4))
 
+	// A second reader on the same MeterProvider (one per handler, say)
+	// adds to the same series.
+	r2 := otelqueue.NewTraceparentReader(otelqueue.WithReaderOptions(traceContext, otelqueue.WithMeterProvider(mp)))
+	r2.SpanContext(annotated("not a traceparent either"))
+	rm = metricdata.ResourceMetrics{}
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricInvalidTraceparents, "{annotation}", true, *attribute.EmptySet(), 5))
+
 	// ContextWith: the annotation's context for AddContext, or ctx itself.
 	base := context.WithValue(context.Background(), struct{}{}, "base")
 	if got := r.ContextWith(base, &metav1.ObjectMeta{}); got != base {
