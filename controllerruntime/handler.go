@@ -41,9 +41,8 @@ type ContextAdder[request comparable] interface {
 //
 // Queues without AddWithOptions (any queue not built by this package, or one
 // hidden by a wrapper) get controller-runtime's calls: AddWithOpts with the
-// same priority on a priorityqueue.PriorityQueue (without the link), else
-// AddContext when the queue has it (with the link, without a priority),
-// else Add.
+// same priority on a priorityqueue.PriorityQueue, Add on others. The
+// request is enqueued, without the link.
 func EnqueueRequestForObject(opts ...otelqueue.ReaderOption) handler.EventHandler {
 	return TypedEnqueueRequestForObject[client.Object](opts...)
 }
@@ -103,13 +102,6 @@ func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool
 			opts.Priority = ptr.To(handler.LowPriority)
 		}
 		q.AddWithOpts(opts, req)
-	case interface {
-		AddContext(ctx context.Context, item reconcile.Request)
-	}:
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		q.AddContext(e.reader.ContextWith(ctx, obj), req)
 	default:
 		q.Add(req)
 	}

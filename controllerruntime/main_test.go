@@ -2,6 +2,8 @@ package controllerruntime_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,4 +159,22 @@ func receive[T any](t testing.TB, ch <-chan T, what string) T {
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
+}
+
+// waitBlocked waits until some goroutine is parked (not running) in a
+// function whose name contains fn: a worker blocked in a queue's Get, so
+// that a test can act while it waits rather than before it got there.
+func waitBlocked(t testing.TB, fn string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	waitFor(t, "a goroutine blocked in "+fn, func() bool {
+		n := runtime.Stack(buf, true)
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && !strings.Contains(header, "[running") && !strings.Contains(header, "[runnable") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -82,9 +82,3 @@ func (q *Queue[request]) AddWithOptsContext(ctx context.Context, o priorityqueue
 	}
 	q.AddWithOptions(ctx, opts, items...)
 }
-
-// GetWithPriority implements priorityqueue.PriorityQueue: the scheduler's
-// GetWithPriority.
-func (q *Queue[request]) GetWithPriority() (item request, priority int, shutdown bool) {
-	return q.Scheduler.GetWithPriority()
-}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/otelqueue"
-	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 func req(name string) reconcile.Request {
@@ -249,11 +248,12 @@ func TestQueueShutDownLikeControllerRuntime(t *testing.T) {
 		q.Add(req("busy")) // held until its Done
 		waiter := make(chan bool, 1)
 		go func() {
-			// Nothing is ready before ShutDown: whenever this runs, it must
-			// report shutdown.
 			_, _, shutdown := q.GetWithPriority()
 			waiter <- shutdown
 		}()
+		// The getter waits (nothing is ready) when ShutDown comes, then the
+		// held key becomes ready.
+		waitBlocked(t, "GetWithPriority")
 		q.ShutDown()
 		q.Done(req("busy"))
 		if !receive(t, waiter, name+": the waiting getter") {
@@ -267,36 +267,4 @@ func TestQueueShutDownLikeControllerRuntime(t *testing.T) {
 			t.Errorf("%s: Get after ShutDown = %v, want shutdown", name, got)
 		}
 	}
-}
-
-// contextOnly is a queue with AddContext but no AddWithOptions, nor
-// AddWithOpts: a third-party queue as the handler's fallbacks meet it.
-type contextOnly struct {
-	workqueue.TypedRateLimitingInterface[reconcile.Request]
-	s *scheduler.Scheduler[reconcile.Request]
-}
-
-func (c contextOnly) AddContext(ctx context.Context, item reconcile.Request) { c.s.AddContext(ctx, item) }
-
-// TestHandlerFallsBackToAddContext: a queue with only AddContext still gets
-// the writer's span context.
-func TestHandlerFallsBackToAddContext(t *testing.T) {
-	noErrors(t)
-	tel := newTelemetry(t)
-	s := scheduler.New(scheduler.Config[reconcile.Request]{})
-	defer s.ShutDown()
-	h := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
-	wctx, span := tel.tp.Tracer("test/writer").Start(context.Background(), "write")
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ctx-only"}}
-	otelqueue.InjectTraceparent(wctx, cm)
-	span.End()
-	h.Create(context.Background(), event.CreateEvent{Object: cm, IsInInitialList: true}, contextOnly{s, s})
-	it, err := s.GetContext(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if it.Key != req("ctx-only") || it.Origin.SpanID() != span.SpanContext().SpanID() {
-		t.Errorf("got %v with origin %v, want default/ctx-only linked to its writer %v", it.Key, it.Origin, span.SpanContext())
-	}
-	s.Done(it.Key)
 }

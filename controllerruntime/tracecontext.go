@@ -25,7 +25,14 @@ import (
 //
 // The handler sees a view of the queue whose adds are the queue's
 // context-aware ones; a queue not built by this package is passed through
-// unchanged, and its requests carry no link.
+// unchanged, and its requests carry no link. The annotation is read at the
+// handler's first add, not for events that enqueue nothing.
+//
+// WithTraceContext must be the outermost wrapper: wrapped in
+// handler.WithLowPriorityWhenUnchanged, it would be handed that wrapper's
+// view instead of the queue and pass it through without the link. (Wrapping
+// it the other way round, WithTraceContext(WithLowPriorityWhenUnchanged(h)),
+// keeps both.)
 //
 //	Watches(&corev1.Secret{}, controllerruntime.WithTraceContext(
 //		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &corev1.ConfigMap{}, handler.OnlyControllerOwner())))
@@ -68,10 +75,11 @@ func (w *withTraceContext[object, request]) queue(ctx context.Context, obj objec
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	v := &contextView[request]{contextQueue: cq, ctx: ctx}
 	if !isNil(obj) {
-		ctx = w.reader.ContextWith(ctx, obj)
+		v.reader, v.obj = w.reader, obj
 	}
-	return contextView[request]{contextQueue: cq, ctx: ctx}
+	return v
 }
 
 // contextQueue is what WithTraceContext needs of a queue: *[Queue] has it.
@@ -81,24 +89,41 @@ type contextQueue[request comparable] interface {
 	AddAfterContext(ctx context.Context, item request, delay time.Duration)
 	AddRateLimitedContext(ctx context.Context, item request)
 	AddWithOptsContext(ctx context.Context, o priorityqueue.AddOpts, items ...request)
+	ContextAdder[request]
 }
 
-// contextView is a queue whose adds keep ctx; every other method is the
-// queue's. It is a priorityqueue.PriorityQueue, so controller-runtime's
-// handlers give it priorities.
+// contextView is a queue whose adds keep the event's ctx and the span
+// context of obj's annotation (read once, at the first add); every other
+// method is the queue's. It is a priorityqueue.PriorityQueue, so
+// controller-runtime's handlers give it priorities, and a ContextAdder, so
+// that an otelqueue handler inside keeps its own reader and ctx. A handler
+// uses it from one goroutine, during one event.
 type contextView[request comparable] struct {
 	contextQueue[request]
-	ctx context.Context
+	ctx    context.Context
+	reader *otelqueue.TraceparentReader // nil once read, or without an object
+	obj    client.Object
 }
 
-func (v contextView[request]) Add(item request) { v.AddContext(v.ctx, item) }
-
-func (v contextView[request]) AddAfter(item request, delay time.Duration) {
-	v.AddAfterContext(v.ctx, item, delay)
+// context returns the ctx adds keep, reading the annotation the first time.
+func (v *contextView[request]) context() context.Context {
+	if v.reader != nil {
+		v.ctx = v.reader.ContextWith(v.ctx, v.obj)
+		v.reader, v.obj = nil, nil
+	}
+	return v.ctx
 }
 
-func (v contextView[request]) AddRateLimited(item request) { v.AddRateLimitedContext(v.ctx, item) }
+func (v *contextView[request]) Add(item request) { v.AddContext(v.context(), item) }
 
-func (v contextView[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
-	v.AddWithOptsContext(v.ctx, o, items...)
+func (v *contextView[request]) AddAfter(item request, delay time.Duration) {
+	v.AddAfterContext(v.context(), item, delay)
+}
+
+func (v *contextView[request]) AddRateLimited(item request) {
+	v.AddRateLimitedContext(v.context(), item)
+}
+
+func (v *contextView[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
+	v.AddWithOptsContext(v.context(), o, items...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -152,5 +153,44 @@ func TestWithTraceContextAddAfter(t *testing.T) {
 	q.Done(it.Key)
 	if st := q.Stats(); st.Retries != 2 || st.Delayed != 1 {
 		t.Errorf("Stats %+v: want 2 retries, 1 delayed", st)
+	}
+}
+
+// TestWithTraceContextReadsAnnotationOnce: the annotation is read at the
+// handler's first add and only then: an event that enqueues nothing (a
+// Secret with no owner) does not count its invalid annotation, and one that
+// enqueues two requests counts it once.
+func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
+	noErrors(t)
+	tel := newTelemetry(t)
+	readerOpts := otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp))
+	bad := func(name string, owned bool) *corev1.Secret {
+		s, _ := ownedSecret(t, tel, name, "owner", "1")
+		if !owned {
+			s.OwnerReferences = nil
+		}
+		s.Annotations[otelqueue.TraceparentAnnotation] = "not a traceparent"
+		return s
+	}
+	q := newQueue(t, tel, "reads")
+	ctx := context.Background()
+	controllerruntime.WithTraceContext(ownerHandler(t), readerOpts).Generic(ctx, event.GenericEvent{Object: bad("orphan", false)}, q)
+	if q.Len() != 0 {
+		t.Fatalf("an orphan was enqueued")
+	}
+	fanOut := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{req(o.GetName() + "-a"), req(o.GetName() + "-b")}
+	})
+	controllerruntime.WithTraceContext(fanOut, readerOpts).Generic(ctx, event.GenericEvent{Object: bad("src", true)}, q)
+	if q.Len() != 2 {
+		t.Fatalf("Len = %d, want the 2 mapped requests", q.Len())
+	}
+	m := findMetric(t, tel.collect(t), otelqueue.MetricInvalidTraceparents)
+	var total int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		total += dp.Value
+	}
+	if total != 1 {
+		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", otelqueue.MetricInvalidTraceparents, total)
 	}
 }

@@ -80,9 +80,13 @@ func runManager(ctx context.Context, cfg config) error {
 		return fmt.Errorf("building the manager: %w", err)
 	}
 	otq := controllerruntime.New() // the global providers set by setupTelemetry
+	opts := controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.workers}
+	if cfg.skipNameValidation {
+		opts.SkipNameValidation = &cfg.skipNameValidation
+	}
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
-		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.workers, SkipNameValidation: &cfg.skipNameValidation}).
+		WithOptions(opts).
 		WatchesRawSource(&source.Informer{
 			Informer:   cms.Informer(),
 			Handler:    controllerruntime.EnqueueRequestForObject(),

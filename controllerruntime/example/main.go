@@ -18,8 +18,10 @@
 // (prometheus.Gatherers), so one endpoint shows controller-runtime's
 // controller_runtime_* series and otelqueue's workqueue_* series (with
 // exemplars in the OpenMetrics format), each once.
-// When OTEL_EXPORTER_OTLP_ENDPOINT is set, traces and metrics also go over
-// OTLP gRPC. The standard OTEL_* variables apply.
+// OTEL_EXPORTER_OTLP_ENDPOINT (or the per-signal
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
+// also sends traces and metrics over OTLP gRPC. The standard OTEL_*
+// variables apply.
 package main
 
 import (
