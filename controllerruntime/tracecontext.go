@@ -2,6 +2,7 @@ package controllerruntime
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -96,22 +97,26 @@ type contextQueue[request comparable] interface {
 // context of obj's annotation (read once, at the first add); every other
 // method is the queue's. It is a priorityqueue.PriorityQueue, so
 // controller-runtime's handlers give it priorities, and a ContextAdder, so
-// that an otelqueue handler inside keeps its own reader and ctx. A handler
-// uses it from one goroutine, during one event.
+// that an otelqueue handler inside keeps its own reader and ctx.
 type contextView[request comparable] struct {
 	contextQueue[request]
+	once   sync.Once // reads the annotation, even for adds from several goroutines
 	ctx    context.Context
-	reader *otelqueue.TraceparentReader // nil once read, or without an object
+	reader *otelqueue.TraceparentReader // nil without an object
 	obj    client.Object
 }
 
 // context returns the ctx adds keep, reading the annotation the first time.
 func (v *contextView[request]) context() context.Context {
+	v.once.Do(v.read)
+	return v.ctx
+}
+
+func (v *contextView[request]) read() {
 	if v.reader != nil {
 		v.ctx = v.reader.ContextWith(v.ctx, v.obj)
 		v.reader, v.obj = nil, nil
 	}
-	return v.ctx
 }
 
 func (v *contextView[request]) Add(item request) { v.AddContext(v.context(), item) }

@@ -3,6 +3,7 @@ package controllerruntime_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -192,5 +193,34 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	}
 	if total != 1 {
 		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", otelqueue.MetricInvalidTraceparents, total)
+	}
+}
+
+// TestWithTraceContextConcurrentAdds: a handler that adds from several
+// goroutines during one event (run with -race) gets the link on each.
+func TestWithTraceContextConcurrentAdds(t *testing.T) {
+	noErrors(t)
+	tel := newTelemetry(t)
+	h := controllerruntime.WithTraceContext(handler.Funcs{
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			var wg sync.WaitGroup
+			for i := range 4 {
+				wg.Go(func() { q.Add(req(fmt.Sprint(e.Object.GetName(), "-", i))) })
+			}
+			wg.Wait()
+		},
+	}, otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	obj, writer := ownedSecret(t, tel, "fan", "unused", "1")
+	q := newQueue(t, tel, "concurrent")
+	h.Generic(context.Background(), event.GenericEvent{Object: obj}, q)
+	for range 4 {
+		it, err := q.GetContext(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it.Origin.SpanID() != writer.SpanID() {
+			t.Errorf("%v: origin %v, want %v", it.Key, it.Origin, writer)
+		}
+		q.Done(it.Key)
 	}
 }
