@@ -32,8 +32,13 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 )
 
 func main() {
@@ -61,17 +66,28 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
 		defer cancel()
 	}
-	tel, err := setupTelemetry(ctx, cfg)
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{
+		ServiceName:   "otelqueue-controller-runtime-example",
+		MetricsAddr:   cfg.metricsAddr,
+		Gatherer:      ctrlmetrics.Registry, // one scrape with controller-runtime's series
+		SpanProcessor: cfg.spans,
+	})
 	if err != nil {
 		return err
 	}
+	if tel.MetricsURL != "" {
+		log.Printf("metrics at %s", tel.MetricsURL)
+	}
+	if len(tel.OTLP) > 0 {
+		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
+	}
 	if ready != nil {
-		ready <- tel.metricsURL
+		ready <- tel.MetricsURL
 	}
 	runErr := runManager(ctx, cfg)
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tel.shutdown(flushCtx); err != nil {
+	if err := tel.Shutdown(flushCtx); err != nil {
 		log.Printf("flushing telemetry: %v", err)
 	}
 	log.Printf("stopped")

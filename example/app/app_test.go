@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -101,7 +102,8 @@ func TestControllerOnFakeCluster(t *testing.T) {
 			}
 		}
 	}()
-	if err := runController(ctx, cfg, &telemetry{tp: tp, mp: mp}); err != nil {
+	tel := &exampletelemetry.Telemetry{TracerProvider: tp, MeterProvider: mp}
+	if err := runController(ctx, cfg, tel); err != nil {
 		t.Fatal(err)
 	}
 	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
@@ -111,7 +113,7 @@ func TestControllerOnFakeCluster(t *testing.T) {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	if err := (&telemetry{tp: tp, mp: mp}).shutdown(context.Background()); err != nil {
+	if err := tel.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 

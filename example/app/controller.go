@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -71,7 +72,7 @@ func newClient(cfg config) (kubernetes.Interface, string, error) {
 // runController runs the informers, the workers, the workload and the
 // summary until ctx is done, then stops them in order: no new events, work
 // in flight drained, the queue shut down.
-func runController(ctx context.Context, cfg config, tel *telemetry) error {
+func runController(ctx context.Context, cfg config, tel *exampletelemetry.Telemetry) error {
 	client, where, err := newClient(cfg)
 	if err != nil {
 		return err
@@ -113,11 +114,11 @@ func runController(ctx context.Context, cfg config, tel *telemetry) error {
 	}
 
 	log.Printf("controller %q running against the %s, namespace %q, %d workers", queueName, where, cfg.namespace, cfg.workers)
-	if tel.metricsURL != "" {
-		log.Printf("metrics (Prometheus, with exemplars): %s", tel.metricsURL)
+	if tel.MetricsURL != "" {
+		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
 	}
-	if len(tel.otlp) > 0 {
-		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.otlp, ", "))
+	if len(tel.OTLP) > 0 {
+		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
 	} else {
 		log.Printf("no OTLP export (set OTEL_EXPORTER_OTLP_ENDPOINT to send traces and metrics to a collector)")
 	}

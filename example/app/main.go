@@ -25,6 +25,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 )
 
 func main() {
@@ -51,7 +53,7 @@ func run() error {
 		defer cancel()
 	}
 
-	tel, err := setupTelemetry(ctx, cfg)
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.metricsAddr})
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func run() error {
 	// Flush telemetry with a deadline of its own: the run's context is over.
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := tel.shutdown(flushCtx); err != nil {
+	if err := tel.Shutdown(flushCtx); err != nil {
 		log.Printf("flushing telemetry: %v", err)
 	}
 	log.Printf("stopped")

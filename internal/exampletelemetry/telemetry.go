@@ -1,4 +1,9 @@
-package main
+// Package exampletelemetry sets up OpenTelemetry for otelqueue's example
+// controllers (example/app and controllerruntime/example): tracer and meter
+// providers from the standard OTEL_* variables, OTLP gRPC export per signal,
+// a Prometheus endpoint through the OpenTelemetry exporter bridge, and an
+// error handler that keeps export problems from flooding the log.
+package exampletelemetry
 
 import (
 	"context"
@@ -27,20 +32,38 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 )
 
-// telemetry holds the SDK providers and what serves or exports them.
-type telemetry struct {
-	tp         *sdktrace.TracerProvider
-	mp         *sdkmetric.MeterProvider
-	server     *http.Server
-	metricsURL string
-	otlp       []string // what goes where over OTLP
+// Config says what to set up.
+type Config struct {
+	// ServiceName is service.name unless OTEL_SERVICE_NAME says otherwise.
+	ServiceName string
+	// MetricsAddr is the -metrics-addr flag: where /metrics is served
+	// (empty: no Prometheus endpoint).
+	MetricsAddr string
+	// Gatherer is served at /metrics with the exporter's series, in one
+	// scrape. Nil means the Go and process collectors.
+	Gatherer prometheus.Gatherer
+	// SpanProcessor, when set (by tests), also receives every span.
+	SpanProcessor sdktrace.SpanProcessor
 }
 
-// setupTelemetry builds the tracer and meter providers from the flags and the
-// standard OTEL_* variables and installs them globally.
-func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
+// Telemetry holds the SDK providers and what serves or exports them.
+type Telemetry struct {
+	TracerProvider *sdktrace.TracerProvider
+	MeterProvider  *sdkmetric.MeterProvider
+	// MetricsURL is the Prometheus endpoint, empty without one.
+	MetricsURL string
+	// OTLP says what goes where over OTLP ("traces to ...").
+	OTLP []string
+
+	server *http.Server
+}
+
+// Setup builds the tracer and meter providers from cfg and the standard
+// OTEL_* variables, installs them, the W3C propagators and the error
+// handler globally, and starts serving /metrics.
+func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName("otelqueue-example")),
+		resource.WithAttributes(semconv.ServiceName(cfg.ServiceName)),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -49,7 +72,7 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		return nil, fmt.Errorf("building the telemetry resource: %w", err)
 	}
 
-	t := &telemetry{}
+	t := &Telemetry{}
 	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
 		// Keep the trace of an attempt whenever the change that caused it
@@ -63,14 +86,14 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 	// export from background goroutines, so an unreachable collector
 	// delays no reconcile; its errors are logged below.
 	var exporters []interface{ Shutdown(context.Context) error }
-	fail := func(err error) (*telemetry, error) {
+	fail := func(err error) (*Telemetry, error) {
 		for _, e := range exporters {
 			_ = e.Shutdown(ctx)
 		}
 		return nil, err
 	}
 	if endpoint := otlpEndpoint("TRACES"); endpoint != "" {
-		t.otlp = append(t.otlp, "traces to "+endpoint)
+		t.OTLP = append(t.OTLP, "traces to "+endpoint)
 		te, err := otlptracegrpc.New(ctx)
 		if err != nil {
 			return fail(fmt.Errorf("OTLP trace exporter for %s: %w", endpoint, err))
@@ -79,7 +102,7 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
 	}
 	if endpoint := otlpEndpoint("METRICS"); endpoint != "" {
-		t.otlp = append(t.otlp, "metrics to "+endpoint)
+		t.OTLP = append(t.OTLP, "metrics to "+endpoint)
 		me, err := otlpmetricgrpc.New(ctx)
 		if err != nil {
 			return fail(fmt.Errorf("OTLP metric exporter for %s: %w", endpoint, err))
@@ -89,22 +112,29 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		metricOpts = append(metricOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)))
 	}
 
-	if cfg.metricsAddr != "" {
+	if cfg.MetricsAddr != "" {
+		gatherer := cfg.Gatherer
+		if gatherer == nil {
+			runtimeReg := prometheus.NewRegistry()
+			runtimeReg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			gatherer = runtimeReg
+		}
+		// The exporter gets a registry of its own, gathered with the
+		// other in one scrape: a series in both would fail the scrape.
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 		if err != nil {
 			return fail(fmt.Errorf("Prometheus exporter: %w", err))
 		}
 		metricOpts = append(metricOpts, sdkmetric.WithReader(exp))
-		ln, err := net.Listen("tcp", cfg.metricsAddr)
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
-			return fail(fmt.Errorf("-metrics-addr %s: %w (is another instance running? pick another port or -metrics-addr '')", cfg.metricsAddr, err))
+			return fail(fmt.Errorf("-metrics-addr %s: %w (is another instance running? pick another port or -metrics-addr '')", cfg.MetricsAddr, err))
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, reg}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 		t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		t.metricsURL = "http://" + ln.Addr().String() + "/metrics"
+		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
 		go func() {
 			if err := t.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Printf("metrics server: %v", err)
@@ -112,10 +142,13 @@ func setupTelemetry(ctx context.Context, cfg config) (*telemetry, error) {
 		}()
 	}
 
-	t.tp = sdktrace.NewTracerProvider(traceOpts...)
-	t.mp = sdkmetric.NewMeterProvider(metricOpts...)
-	otel.SetTracerProvider(t.tp)
-	otel.SetMeterProvider(t.mp)
+	if cfg.SpanProcessor != nil {
+		traceOpts = append(traceOpts, sdktrace.WithSpanProcessor(cfg.SpanProcessor))
+	}
+	t.TracerProvider = sdktrace.NewTracerProvider(traceOpts...)
+	t.MeterProvider = sdkmetric.NewMeterProvider(metricOpts...)
+	otel.SetTracerProvider(t.TracerProvider)
+	otel.SetMeterProvider(t.MeterProvider)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(&throttledLog{every: 30 * time.Second})
 	return t, nil
@@ -131,13 +164,13 @@ func otlpEndpoint(signal string) string {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 }
 
-// shutdown flushes and stops everything, within ctx.
-func (t *telemetry) shutdown(ctx context.Context) error {
+// Shutdown flushes and stops everything, within ctx.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
 	var errs []error
-	if err := t.tp.Shutdown(ctx); err != nil {
+	if err := t.TracerProvider.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("traces: %w", err))
 	}
-	if err := t.mp.Shutdown(ctx); err != nil {
+	if err := t.MeterProvider.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("metrics: %w", err))
 	}
 	if t.server != nil {
