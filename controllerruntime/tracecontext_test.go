@@ -111,16 +111,7 @@ func TestWithTraceContextMapFunc(t *testing.T) {
 
 	q := newQueue(t, tel, "mapped")
 	h.Generic(context.Background(), event.GenericEvent{Object: obj}, q)
-	for range 2 {
-		it, err := q.GetContext(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if it.Origin.SpanID() != writer.SpanID() {
-			t.Errorf("%v: origin %v, want %v", it.Key, it.Origin, writer)
-		}
-		q.Done(it.Key)
-	}
+	takeLinked(t, q, 2, writer)
 
 	plain := workqueue.NewTypedRateLimitingQueue(limiter())
 	defer plain.ShutDown()
@@ -213,7 +204,13 @@ func TestWithTraceContextConcurrentAdds(t *testing.T) {
 	obj, writer := ownedSecret(t, tel, "fan", "unused", "1")
 	q := newQueue(t, tel, "concurrent")
 	h.Generic(context.Background(), event.GenericEvent{Object: obj}, q)
-	for range 4 {
+	takeLinked(t, q, 4, writer)
+}
+
+// takeLinked takes n keys from q and checks that each links to writer.
+func takeLinked(t *testing.T, q *controllerruntime.Queue[reconcile.Request], n int, writer trace.SpanContext) {
+	t.Helper()
+	for range n {
 		it, err := q.GetContext(context.Background())
 		if err != nil {
 			t.Fatal(err)
