@@ -110,7 +110,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithPropagators sets the propagators used to read and write trace context
-// on objects (see ContextFromAnnotations); the global ones by default.
+// on objects (see InjectTraceparent and TraceparentReader); the global ones
+// by default.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagators = p })
 }
