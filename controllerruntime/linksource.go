@@ -48,9 +48,10 @@ import (
 //
 // obj's type should be one the manager already watches (the For() type):
 // otherwise the first lookup starts an informer for it, which lists and
-// watches that type. Objects are read from the store as they are, not
-// copied; caches whose informers do not expose their store (a cache over
-// several namespaces) are read with Get, which copies. A nil c or obj is
+// watches that type. Objects are read, never copied nor changed: from the
+// informer's store, or with the cache's Get (client.UnsafeDisableDeepCopy)
+// when its informer does not expose its store (a cache restricted to
+// namespaces, cache.Options.DefaultNamespaces), which costs more. A nil c or obj is
 // reported to otel.Handle and gives a source that never links.
 func ObjectLinkSource(c cache.Cache, obj client.Object, opts ...otelqueue.ReaderOption) otelqueue.LinkSource[reconcile.Request] {
 	return TypedObjectLinkSource(c, obj, func(r reconcile.Request) types.NamespacedName { return r.NamespacedName }, opts...)
@@ -111,7 +112,8 @@ func (s *objectLinkSource[request]) SpanContext(ctx context.Context, req request
 	if !ok {
 		return trace.SpanContext{}, nil
 	}
-	if err := s.cache.Get(ctx, nn, out); err != nil {
+	// Read-only: the annotation is all that is read.
+	if err := s.cache.Get(ctx, nn, out, client.UnsafeDisableDeepCopy); err != nil {
 		var notStarted *cache.ErrCacheNotStarted
 		if apierrors.IsNotFound(err) || errors.As(err, &notStarted) {
 			return trace.SpanContext{}, nil
