@@ -68,6 +68,14 @@ func startForController(t *testing.T, name string, wire func(*builder.Builder, m
 	if err != nil {
 		t.Fatalf("builder: %v", err)
 	}
+	startManager(t, mgr)
+	return fc
+}
+
+// startManager starts mgr and stops it when the test ends, failing the test
+// if it stopped with an error.
+func startManager(t *testing.T, mgr manager.Manager) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- mgr.Start(ctx) }()
@@ -77,7 +85,6 @@ func startForController(t *testing.T, name string, wire func(*builder.Builder, m
 			t.Errorf("manager.Start: %v", err)
 		}
 	})
-	return fc
 }
 
 // traced runs write in a writer's span and returns that span's context: a
