@@ -345,6 +345,19 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 	if sc := lookup("once synced"); sc.SpanID() != span.SpanContext().SpanID() {
 		t.Errorf("once synced: link to %v, want the writer %v", sc.SpanID(), span.SpanContext().SpanID())
 	}
+	// Workers look up concurrently.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if sc, err := src.SpanContext(ctx, req); err != nil || sc.SpanID() != span.SpanContext().SpanID() {
+					t.Errorf("concurrent lookup: %v, %v; want the writer", sc.SpanID(), err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 	cancel()
 	if err := receive(t, stopped, "the cache to stop"); err != nil {
 		t.Fatalf("cache.Start: %v", err)

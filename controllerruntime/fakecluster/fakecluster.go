@@ -6,7 +6,10 @@
 // The cache's informers come from a client-go SharedInformerFactory over
 // the clientset: real informers, listing and watching the fake's object
 // tracker. Only typed objects of client-go's scheme are served (not
-// unstructured or metadata-only ones), in every namespace, with no resync.
+// unstructured or metadata-only ones), with no resync, and each type by one
+// informer of every namespace: a cache restricted to namespaces
+// (cache.Options.DefaultNamespaces) works with one namespace, whose objects
+// are then all the clientset should hold.
 // The manager's own client still sends its writes to the rest.Config's host:
 // write through the clientset instead.
 package fakecluster
