@@ -136,7 +136,8 @@ func startLinkSourceLifecycle(tb testing.TB, sampler sdktrace.Sampler, sampled b
 // BenchmarkLinkSource measures one traced Add -> Get -> Done per op, as
 // BenchmarkLifecycle's scheduler-otel-traced-* variants, with each link
 // source of linkSources, so that the cost per attempt of a link source
-// (source=X minus source=none, same run, same sampling) can be read off.
+// (variant=X minus variant=none, same run, same sampling) can be read off:
+// benchstat -col /variant puts the sources side by side.
 // The cache holds lifecycleKeys small ConfigMaps: a heap of a few MB.
 func BenchmarkLinkSource(b *testing.B) {
 	keys := requests(lifecycleKeys)
@@ -149,7 +150,7 @@ func BenchmarkLinkSource(b *testing.B) {
 		{"traced-sampled", sdktrace.AlwaysSample(), true},
 	} {
 		for _, ls := range linkSources {
-			b.Run("sampling="+sampling.name+"/source="+ls.name, func(b *testing.B) {
+			b.Run("sampling="+sampling.name+"/variant="+ls.name, func(b *testing.B) {
 				src, stopSource := ls.new(b)
 				defer stopSource()
 				step, stop := startLinkSourceLifecycle(b, sampling.sampler, sampling.sampled, src)
