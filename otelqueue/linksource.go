@@ -57,19 +57,27 @@ func WithLinkSource[K comparable](src LinkSource[K]) Option {
 // linkLookup is the AttrLinkKind of a link found by a LinkSource.
 var linkLookup = []attribute.KeyValue{AttrLinkKind.String("lookup")}
 
-// linkSourceFor returns the configured link source for keys of type K: nil
-// when there is none or when its key type is another (reported to
-// otel.Handle).
-func linkSourceFor[K comparable](c *config, queue string) LinkSource[K] {
+// checkLinkSource reports a link source whose key type is not K.
+func checkLinkSource[K comparable](c *config, queue string) error {
 	if c.linkSource == nil {
 		return nil
 	}
-	src, ok := c.linkSource.(LinkSource[K])
-	if !ok {
+	if _, ok := c.linkSource.(LinkSource[K]); !ok {
 		var k K
-		otel.Handle(fmt.Errorf("otelqueue: queue %q has keys of type %T but WithLinkSource was given a %T: the queue's attempts get no link from it; pass a LinkSource of the queue's key type", queue, k, c.linkSource))
+		return fmt.Errorf("otelqueue: queue %q has keys of type %T but WithLinkSource was given a %T: the queue's attempts get no link from it; pass a LinkSource of the queue's key type", queue, k, c.linkSource)
+	}
+	return nil
+}
+
+// linkSourceFor returns the configured link source for keys of type K: nil
+// when there is none or when its key type is another, which goes to
+// otel.Handle (newObserver, which calls it, returns no error).
+func linkSourceFor[K comparable](c *config, queue string) LinkSource[K] {
+	if err := checkLinkSource[K](c, queue); err != nil {
+		otel.Handle(err)
 		return nil
 	}
+	src, _ := c.linkSource.(LinkSource[K])
 	return src
 }
 
