@@ -99,15 +99,7 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 	if err != nil {
 		t.Fatalf("builder: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := receive(t, errc, "the manager to stop"); err != nil {
-			t.Errorf("manager.Start: %v", err)
-		}
-	})
+	startManager(t, mgr)
 	return run
 }
 

@@ -42,6 +42,7 @@ type config struct {
 	controller     string
 	buckets        []float64
 	parentMode     bool
+	linkSource     any // a LinkSource[K], checked against the queue's K (WithLinkSource)
 }
 
 func newConfig(opts []Option) config {

@@ -38,6 +38,7 @@ type observer[K comparable] struct {
 	tracing    bool
 	parentMode bool
 	rootName   string
+	linkSource LinkSource[K] // nil without WithLinkSource
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
@@ -62,6 +63,7 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 	}
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
+		o.linkSource = linkSourceFor[K](c, queue)
 	}
 	return o
 }
@@ -87,13 +89,20 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	b := startBufs.Get().(*startBuf)
 	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), spanKindConsumer)
 	parent := ctx
+	var parentSC trace.SpanContext
 	switch {
 	case o.parentMode && it.Origin.IsValid():
 		parent = trace.ContextWithRemoteSpanContext(ctx, it.Origin)
+		parentSC = it.Origin
 	case trace.SpanContextFromContext(ctx).IsValid():
 		opts = append(opts, trace.WithNewRoot())
 	}
-	if links := o.links(it, b.links[:0]); len(links) > 0 {
+	links := o.links(it, b.links[:0])
+	if o.linkSource != nil {
+		// Before Start, so that the sampler sees the link.
+		links = o.addLookupLink(ctx, it.Key, parentSC, links)
+	}
+	if len(links) > 0 {
 		opts = append(opts, b.withLinks(links))
 	}
 	rootCtx, root := o.tracer.Start(parent, o.rootName, opts...)
@@ -141,8 +150,8 @@ var spanKindConsumer = trace.WithSpanKind(trace.SpanKindConsumer)
 // the SDK copies the links at Start, so the array is free again after it).
 type startBuf struct {
 	opts      [4]trace.SpanStartOption
-	links     [scheduler.DefaultMaxLinks + 1]trace.Link
-	linksOpts [scheduler.DefaultMaxLinks + 2]trace.SpanStartOption // by count
+	links     [scheduler.DefaultMaxLinks + 2]trace.Link            // enqueues, previous attempt, lookup
+	linksOpts [scheduler.DefaultMaxLinks + 3]trace.SpanStartOption // by count
 }
 
 var startBufs = sync.Pool{New: func() any {

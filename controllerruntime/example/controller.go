@@ -18,14 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -34,9 +33,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -68,37 +67,38 @@ func runManager(ctx context.Context, cfg config) error {
 			return err
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(cfg.namespace))
-	cms := factory.Core().V1().ConfigMaps()
-
-	mgr, err := manager.New(restCfg, manager.Options{
+	mopts := manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"}, // /metrics is served by setupTelemetry
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
-	})
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.namespace: {}}},
+	}
+	if embedded {
+		// The manager's cache (For's informer) lists and watches the fake
+		// clientset.
+		mopts = fakecluster.ManagerOptions(cs, mopts)
+	}
+	mgr, err := manager.New(restCfg, mopts)
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
 	}
-	otq := controllerruntime.New() // the global providers set by setupTelemetry
+	// For() enqueues with no trace context: the link source finds each
+	// attempt's writer in the object's annotation, in the manager's cache.
+	otq := controllerruntime.New( // the global providers set by setupTelemetry
+		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
 	opts := controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.workers}
 	if cfg.skipNameValidation {
 		opts.SkipNameValidation = &cfg.skipNameValidation
 	}
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(dataChanged())).
 		WithOptions(opts).
-		WatchesRawSource(&source.Informer{
-			Informer:   cms.Informer(),
-			Handler:    controllerruntime.EnqueueRequestForObject(),
-			Predicates: []predicate.Predicate{dataChanged()},
-		}).
-		Complete(otq.Reconciler(&reconciler{client: cs, lister: cms.Lister(), latency: cfg.latency, tracer: tracer}))
+		Complete(otq.Reconciler(&reconciler{client: cs, reader: mgr.GetCache(), latency: cfg.latency, tracer: tracer}))
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	if cfg.generate {
 		go w.run(ctx)
 	}
@@ -165,13 +165,14 @@ func dataChanged() predicate.Predicate {
 // working for a while in a span of its own (a child of "reconcile").
 type reconciler struct {
 	client  kubernetes.Interface
-	lister  listersv1.ConfigMapLister
+	reader  client.Reader // the manager's cache
 	latency time.Duration
 	tracer  trace.Tracer
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	cm, err := r.lister.ConfigMaps(req.Namespace).Get(req.Name)
+	cm := &corev1.ConfigMap{}
+	err := r.reader.Get(ctx, req.NamespacedName, cm)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
 	}
