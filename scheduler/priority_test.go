@@ -119,15 +119,17 @@ func TestPriorityStaleSlotsAreNotCounted(t *testing.T) {
 // TestPriorityModel checks random adds with priorities, interleaved with
 // gets, against a model: keys come out by priority, highest first, and
 // within a priority in the order they became ready at it; each pending key
-// exactly once; DepthByPriority agrees with the model after every step.
+// exactly once; DepthByPriority agrees with the model after every step, and
+// OldestPending is the age of the oldest of the first keys of each priority.
 // Half the rounds use more priorities than the queue keeps while empty, so
 // that levels are dropped and created again while others hold keys.
 func TestPriorityModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for round := 0; round < 400; round++ {
-		s := New(Config[string]{})
+		s, fc := newFake(t, named())
 		type pend struct {
 			prio, seq int
+			since     time.Duration // since t0, when it became ready
 		}
 		model := map[string]pend{}
 		spread := 4
@@ -135,6 +137,7 @@ func TestPriorityModel(t *testing.T) {
 			spread = 3 * maxIdleLevels
 		}
 		seq := 0
+		var now time.Duration
 		for op := 0; op < 80; op++ {
 			if rng.IntN(3) == 0 && len(model) > 0 {
 				// Get: the model's first key by priority, then order.
@@ -155,13 +158,30 @@ func TestPriorityModel(t *testing.T) {
 				prio := rng.IntN(spread) - spread/2
 				s.AddWithOptions(context.Background(), AddOptions{Priority: prio}, key)
 				seq++
-				if p, ok := model[key]; !ok || prio > p.prio {
-					model[key] = pend{prio, seq}
+				if p, ok := model[key]; !ok {
+					model[key] = pend{prio, seq, now}
+				} else if prio > p.prio {
+					model[key] = pend{prio, seq, p.since}
 				}
 			}
+			if d := time.Duration(rng.IntN(3)) * time.Millisecond; d > 0 {
+				fc.Step(d)
+				now += d
+			}
 			depths := map[int]int{}
+			firsts := map[int]pend{}
 			for _, p := range model {
 				depths[p.prio]++
+				if f, ok := firsts[p.prio]; !ok || p.seq < f.seq {
+					firsts[p.prio] = p
+				}
+			}
+			var oldest time.Duration
+			for _, f := range firsts {
+				oldest = max(oldest, now-f.since)
+			}
+			if got := s.Stats().OldestPending; got != oldest {
+				t.Fatalf("round %d op %d: OldestPending %v, model %v", round, op, got, oldest)
 			}
 			got := s.DepthByPriority(nil)
 			if !slices.IsSortedFunc(got, func(a, b PriorityDepth) int { return b.Priority - a.Priority }) {
@@ -182,6 +202,43 @@ func TestPriorityModel(t *testing.T) {
 			}
 		}
 		s.ShutDown()
+	}
+}
+
+// TestPriorityDrainedLevelsDropped checks that the levels of drained
+// priorities do not pile up: after keys at 1,000 priorities are drained, at
+// most maxIdleLevels are kept, and keys at the most recent of them still
+// come out in order.
+func TestPriorityDrainedLevelsDropped(t *testing.T) {
+	s := New(Config[string]{Name: "levels"})
+	defer s.ShutDown()
+	bg := context.Background()
+	const n = 1000
+	for p := range n {
+		s.AddWithOptions(bg, AddOptions{Priority: p}, "k"+strconv.Itoa(p))
+	}
+	if got := len(s.DepthByPriority(nil)); got != n {
+		t.Fatalf("%d levels for keys at %d priorities", got, n)
+	}
+	drainKeys(t, s)
+	got := s.DepthByPriority(nil)
+	if len(got) > maxIdleLevels {
+		t.Fatalf("%d levels kept after draining keys at %d priorities, want at most %d", len(got), n, maxIdleLevels)
+	}
+	// The most recently drained priorities are the ones kept, at 0.
+	for i, d := range got {
+		if d.Depth != 0 || d.Priority != len(got)-1-i {
+			t.Fatalf("after the drain: %v, want priorities %d down to 0 at depth 0", got, len(got)-1)
+		}
+	}
+	s.AddWithOptions(bg, AddOptions{Priority: 3}, "b")
+	s.AddWithOptions(bg, AddOptions{Priority: 5000}, "a")
+	s.Add("c")
+	if got := drainKeys(t, s); !slices.Equal(got, []string{"a:5000", "b:3", "c:0"}) {
+		t.Errorf("handed out %q", got)
+	}
+	if st := s.Stats(); st.Depth != 0 || st.OldestPending != 0 {
+		t.Errorf("drained queue: %+v", st)
 	}
 }
 
