@@ -121,81 +121,123 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	if kind != addPlain {
 		s.retries++
 	}
-	debounce := kind == addPlain && s.set.debounce > 0
-	immediate := delay <= 0 && !debounce
-	var now int64
-	if s.timed || !immediate {
-		now = s.now()
-		if len(s.delayed) > 0 && s.delayed[0].at <= now {
-			s.promoteLocked(now)
-		}
-	}
-
-	// The ready time this add asks for, and why.
-	reason := WaitImmediate
-	target := now
-	switch {
-	case debounce:
-		reason = WaitDebounced
-	case !immediate && kind == addRateLimited:
-		reason, target = WaitRateLimited, addSat(now, int64(delay))
-	case !immediate:
-		reason, target = WaitDelayed, addSat(now, int64(delay))
-	}
-
+	r := s.requestLocked(delay, kind)
 	e, ok := s.entries[key]
 	if !ok {
 		e = s.newEntry(key)
 		s.entries[key] = e
 	}
-	signal := false
+	var signal bool
 	if !e.pending {
-		// A new pending run.
-		s.adds++
-		e.pending = true
-		e.enqueued = now
-		e.coalesced = 0
-		if s.set.debounce > 0 {
-			x := e.extras()
-			x.deadline, x.hasDeadline = addSat(now, s.set.debounceMaxWait), true
-		}
-		if debounce {
-			target = min(addSat(now, s.set.debounce), e.x.deadline)
-			e.debounced = true
-		} else if !immediate && e.x != nil && e.x.hasDeadline {
-			e.x.deadline = min(e.x.deadline, target)
-		}
-		e.readyAt, e.reason = target, reason
-		e.prio = prio
-		if e.processing {
-			s.held++
-		} else if immediate {
-			s.ready.push(e)
-			signal = true
-		} else {
-			s.delayLocked(e)
-		}
+		signal = s.startRunLocked(e, r, prio)
 	} else {
-		s.coalesced++
-		if e.coalesced < math.MaxInt32 {
-			e.coalesced++
-		}
-		if prio > e.prio {
-			if e.place == inReady {
-				s.ready.raise(e, prio)
-			} else {
-				e.prio = prio
-			}
-		}
-		if e.place != inReady {
-			s.moveLocked(e, target, reason, debounce, immediate, now)
-			if e.place == inDelay && e.readyAt <= now {
-				s.delayed.remove(int(e.heapIdx))
-				s.ready.push(e)
-				signal = true
-			}
+		signal = s.coalesceLocked(e, r, prio)
+	}
+	s.noteAddLocked(e, sc, kind, requeues)
+	s.publishLocked()
+	s.mu.Unlock()
+	if signal {
+		s.cond.Signal()
+	}
+}
+
+// addRequest is what one add asks of a key's pending run: to be ready at
+// target, for reason, as read at now.
+type addRequest struct {
+	now, target int64
+	reason      WaitReason
+	debounce    bool // a plain add in a debouncing queue
+	immediate   bool // no delay at all
+}
+
+// requestLocked returns what an add of kind with delay asks for. It reads
+// the clock when the queue is timed or the add delayed, and then first
+// promotes the delayed keys already due.
+func (s *Scheduler[K]) requestLocked(delay time.Duration, kind addKind) addRequest {
+	r := addRequest{reason: WaitImmediate}
+	r.debounce = kind == addPlain && s.set.debounce > 0
+	r.immediate = delay <= 0 && !r.debounce
+	if s.timed || !r.immediate {
+		r.now = s.now()
+		if len(s.delayed) > 0 && s.delayed[0].at <= r.now {
+			s.promoteLocked(r.now)
 		}
 	}
+	r.target = r.now
+	switch {
+	case r.debounce:
+		r.reason = WaitDebounced
+	case !r.immediate && kind == addRateLimited:
+		r.reason, r.target = WaitRateLimited, addSat(r.now, int64(delay))
+	case !r.immediate:
+		r.reason, r.target = WaitDelayed, addSat(r.now, int64(delay))
+	}
+	return r
+}
+
+// startRunLocked makes a new pending run of e, which has none, at priority
+// prio. It reports whether e became ready.
+func (s *Scheduler[K]) startRunLocked(e *entry[K], r addRequest, prio int32) bool {
+	s.adds++
+	e.pending = true
+	e.enqueued = r.now
+	e.coalesced = 0
+	target := r.target
+	if s.set.debounce > 0 {
+		x := e.extras()
+		x.deadline, x.hasDeadline = addSat(r.now, s.set.debounceMaxWait), true
+	}
+	if r.debounce {
+		target = min(addSat(r.now, s.set.debounce), e.x.deadline)
+		e.debounced = true
+	} else if !r.immediate && e.x != nil && e.x.hasDeadline {
+		e.x.deadline = min(e.x.deadline, target)
+	}
+	e.readyAt, e.reason = target, r.reason
+	e.prio = prio
+	switch {
+	case e.processing:
+		s.held++
+	case r.immediate:
+		s.ready.push(e)
+		return true
+	default:
+		s.delayLocked(e)
+	}
+	return false
+}
+
+// coalesceLocked merges an add at priority prio into the pending run of e:
+// the highest priority and (see moveLocked) the earliest time win. It
+// reports whether e became ready.
+func (s *Scheduler[K]) coalesceLocked(e *entry[K], r addRequest, prio int32) bool {
+	s.coalesced++
+	if e.coalesced < math.MaxInt32 {
+		e.coalesced++
+	}
+	if prio > e.prio {
+		if e.place == inReady {
+			s.ready.raise(e, prio)
+		} else {
+			e.prio = prio
+		}
+	}
+	if e.place == inReady {
+		return false
+	}
+	s.moveLocked(e, r)
+	if e.place == inDelay && e.readyAt <= r.now {
+		s.delayed.remove(int(e.heapIdx))
+		s.ready.push(e)
+		return true
+	}
+	return false
+}
+
+// noteAddLocked records what an add tells the pending run of e beyond its
+// time: the span context of the add, the run that retries (for a
+// rate-limited add while e is processed) and the rate limiter's count.
+func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind addKind, requeues int) {
 	e.addSpan(sc, s.set.maxLinks)
 	if kind == addRateLimited && e.processing && e.proc.ctx != nil {
 		if prev := trace.SpanContextFromContext(e.proc.ctx); prev.IsValid() {
@@ -205,35 +247,30 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	if requeues > 0 {
 		e.extras().requeues = requeues
 	}
-	s.publishLocked()
-	s.mu.Unlock()
-	if signal {
-		s.cond.Signal()
-	}
 }
 
 // moveLocked applies the ready time asked for by a further add to a pending
 // run that is delayed or held: the earliest time wins, except that a
 // debounced add may push a debounced run later, up to its deadline.
-func (s *Scheduler[K]) moveLocked(e *entry[K], target int64, reason WaitReason, debounce, immediate bool, now int64) {
+func (s *Scheduler[K]) moveLocked(e *entry[K], r addRequest) {
 	old := e.readyAt
 	switch {
-	case debounce:
-		t := min(addSat(now, s.set.debounce), e.x.deadline)
+	case r.debounce:
+		t := min(addSat(r.now, s.set.debounce), e.x.deadline)
 		if e.debounced || t < e.readyAt {
 			e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
 		}
 	default:
 		if e.x != nil && e.x.hasDeadline {
-			e.x.deadline = min(e.x.deadline, target)
+			e.x.deadline = min(e.x.deadline, r.target)
 		}
-		if target < e.readyAt || immediate {
-			e.readyAt, e.reason, e.debounced = target, reason, false
+		if r.target < e.readyAt || r.immediate {
+			e.readyAt, e.reason, e.debounced = r.target, r.reason, false
 		}
 	}
 	// A key now due is taken out of the heap by the caller; only a key that
 	// stays delayed needs the heap fixed and the loop armed.
-	if e.place == inDelay && e.readyAt != old && e.readyAt > now {
+	if e.place == inDelay && e.readyAt != old && e.readyAt > r.now {
 		s.delayed.fix(int(e.heapIdx))
 		s.armLocked(e.readyAt)
 	}
