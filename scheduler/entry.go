@@ -17,8 +17,10 @@ const (
 
 // entry is the scheduler's state for one key: at most one pending run and at
 // most one run in flight. Fields used by every key are kept inline and small
-// (a pending key with a span context fits in 96 bytes for string keys); the
-// rarer ones live in extras, allocated on first use and recycled.
+// (an entry of a string key fits in 80 bytes); the span context of the first
+// add lives in origin and the rarer fields in extras, each allocated on first
+// use and kept with the entry for its later runs (and when it is recycled),
+// so that a key added without a span context pays for neither.
 type entry[K comparable] struct {
 	key K
 
@@ -28,9 +30,9 @@ type entry[K comparable] struct {
 	enqueued int64
 	readyAt  int64
 
-	origin spanRef // first valid enqueue span context of the pending run
-	x      *extras // links, retries, debounce deadline; nil until needed
-	proc   *proc   // the run in flight, when processing
+	origin *spanRef // first valid enqueue span context of the pending run; nil until needed
+	x      *extras  // links, retries, debounce deadline; nil until needed
+	proc   *proc    // the run in flight, when processing
 
 	heapIdx   int32
 	coalesced int32
@@ -83,8 +85,8 @@ type spanRef struct {
 	valid   bool
 }
 
-func (r spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
-	if !r.valid {
+func (r *spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
+	if r == nil || !r.valid {
 		return trace.SpanContext{}
 	}
 	return trace.NewSpanContext(trace.SpanContextConfig{
@@ -96,8 +98,8 @@ func (r spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
 	})
 }
 
-func (r spanRef) equal(sc trace.SpanContext) bool {
-	return r.valid && r.traceID == sc.TraceID() && r.spanID == sc.SpanID()
+func (r *spanRef) equal(sc trace.SpanContext) bool {
+	return r != nil && r.valid && r.traceID == sc.TraceID() && r.spanID == sc.SpanID()
 }
 
 // addSpan records the valid span context sc of an add to the pending run,
@@ -106,12 +108,15 @@ func (e *entry[K]) addSpan(sc trace.SpanContext, max int) {
 	if !sc.IsValid() {
 		return
 	}
-	if !e.origin.valid {
+	if e.origin == nil || !e.origin.valid {
 		if max < 0 {
 			e.extras().dropped++
 			return
 		}
-		e.origin = spanRef{traceID: sc.TraceID(), spanID: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote(), valid: true}
+		if e.origin == nil {
+			e.origin = new(spanRef)
+		}
+		*e.origin = spanRef{traceID: sc.TraceID(), spanID: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote(), valid: true}
 		if ts := sc.TraceState(); ts.Len() > 0 {
 			e.extras().originState = ts
 		}

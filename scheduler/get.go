@@ -165,7 +165,9 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 
 // resetRun clears what belonged to the run just handed out.
 func (s *Scheduler[K]) resetRun(e *entry[K]) {
-	e.origin = spanRef{}
+	if e.origin != nil {
+		*e.origin = spanRef{}
+	}
 	e.coalesced = 0
 	e.prio = 0
 	e.debounced = false

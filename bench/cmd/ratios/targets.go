@@ -55,6 +55,10 @@ var targets = []target{
 	// pending key in client-go's delaying queue.
 	{Subject: "Pending/variant=scheduler/pending=1M", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1M"}, Plus: 80, Why: "memory per pending key"},
 	{Subject: "Pending/variant=scheduler/pending=1k", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1k"}, Plus: 80, Why: "memory per pending key"},
+	// A pending key added with no span context costs at most 40 B more
+	// (issue 12).
+	{Subject: "Pending/variant=scheduler-nospan/pending=1M", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1M"}, Plus: 40, Why: "memory per pending key, no span context"},
+	{Subject: "Pending/variant=scheduler-nospan/pending=1k", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1k"}, Plus: 40, Why: "memory per pending key, no span context"},
 
 	// Many distinct priorities (issue 9): with 20k keys pending at 1, 1k or
 	// 20k priorities, the scheduler is faster than controller-runtime's
