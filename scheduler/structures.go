@@ -99,6 +99,11 @@ type readyQueue[K comparable] struct {
 	idle   struct{ head, tail *level[K] } // idle levels, least recently drained first
 	spare  []*level[K]                    // dropped levels, kept for reuse
 	n      int                            // ready entries (stale slots not counted)
+	// parked is the drained level left in the heaps because it was the only
+	// one there: a queue whose keys all have one priority drains after
+	// nearly every Get, and its next key comes at the same priority. Set
+	// only while no key is ready.
+	parked *level[K]
 }
 
 // level holds the ready keys of one priority. While it has any, its first
@@ -155,12 +160,21 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 	if len(r.byPrio.nodes) > 0 && r.byPrio.nodes[0].l.prio == e.prio {
 		l = r.byPrio.nodes[0].l // the common case: one priority
 	} else {
+		if r.parked != nil {
+			r.deactivate(r.parked)
+			r.parked = nil
+		}
 		l = r.level(e.prio)
 	}
 	l.q.push(slot[K]{e: e, seq: e.seq})
 	l.n++
 	r.n++
-	if l.n == 1 {
+	switch {
+	case l.n > 1:
+	case l == r.parked:
+		r.parked = nil
+		r.byAge.update(l, e.readySince())
+	default:
 		r.activate(l, e)
 	}
 }
@@ -189,7 +203,7 @@ func (r *readyQueue[K]) pop() *entry[K] {
 // oldest returns the entry that has been ready the longest among the first
 // of each priority, or nil.
 func (r *readyQueue[K]) oldest() *entry[K] {
-	if len(r.byAge.nodes) == 0 {
+	if r.n == 0 {
 		return nil
 	}
 	return r.byAge.nodes[0].l.q.peek().e
@@ -207,13 +221,17 @@ func (r *readyQueue[K]) activate(l *level[K], e *entry[K]) {
 // settle restores the invariants of l after it lost a ready entry (its
 // first one when headGone): a level with ready keys starts with a valid
 // slot, has its first key's time in byAge and few stale slots; a level with
-// none is idle.
+// none is idle, or parked if it was the only one with ready keys.
 func (r *readyQueue[K]) settle(l *level[K], headGone bool) {
 	if l.n == 0 {
 		for l.q.n > 0 {
 			l.q.pop()
 		}
-		r.deactivate(l)
+		if len(r.byPrio.nodes) == 1 {
+			r.parked = l
+		} else {
+			r.deactivate(l)
+		}
 		return
 	}
 	if headGone {
