@@ -121,7 +121,8 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	if kind != addPlain {
 		s.retries++
 	}
-	r := s.requestLocked(delay, kind)
+	var r addRequest
+	s.requestLocked(&r, delay, kind)
 	e, ok := s.entries[key]
 	if !ok {
 		e = s.newEntry(key)
@@ -129,11 +130,13 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	}
 	var signal bool
 	if !e.pending {
-		signal = s.startRunLocked(e, r, prio)
+		signal = s.startRunLocked(e, &r, prio)
 	} else {
-		signal = s.coalesceLocked(e, r, prio)
+		signal = s.coalesceLocked(e, &r, prio)
 	}
-	s.noteAddLocked(e, sc, kind, requeues)
+	if sc.IsValid() || kind == addRateLimited || requeues > 0 {
+		s.noteAddLocked(e, sc, kind, requeues)
+	}
 	s.publishLocked()
 	s.mu.Unlock()
 	if signal {
@@ -150,11 +153,11 @@ type addRequest struct {
 	immediate   bool // no delay at all
 }
 
-// requestLocked returns what an add of kind with delay asks for. It reads
+// requestLocked sets r to what an add of kind with delay asks for. It reads
 // the clock when the queue is timed or the add delayed, and then first
 // promotes the delayed keys already due.
-func (s *Scheduler[K]) requestLocked(delay time.Duration, kind addKind) addRequest {
-	r := addRequest{reason: WaitImmediate}
+func (s *Scheduler[K]) requestLocked(r *addRequest, delay time.Duration, kind addKind) {
+	r.reason = WaitImmediate
 	r.debounce = kind == addPlain && s.set.debounce > 0
 	r.immediate = delay <= 0 && !r.debounce
 	if s.timed || !r.immediate {
@@ -172,12 +175,11 @@ func (s *Scheduler[K]) requestLocked(delay time.Duration, kind addKind) addReque
 	case !r.immediate:
 		r.reason, r.target = WaitDelayed, addSat(r.now, int64(delay))
 	}
-	return r
 }
 
 // startRunLocked makes a new pending run of e, which has none, at priority
 // prio. It reports whether e became ready.
-func (s *Scheduler[K]) startRunLocked(e *entry[K], r addRequest, prio int32) bool {
+func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bool {
 	s.adds++
 	e.pending = true
 	e.enqueued = r.now
@@ -210,7 +212,7 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r addRequest, prio int32) boo
 // coalesceLocked merges an add at priority prio into the pending run of e:
 // the highest priority and (see moveLocked) the earliest time win. It
 // reports whether e became ready.
-func (s *Scheduler[K]) coalesceLocked(e *entry[K], r addRequest, prio int32) bool {
+func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int32) bool {
 	s.coalesced++
 	if e.coalesced < math.MaxInt32 {
 		e.coalesced++
@@ -252,7 +254,7 @@ func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind add
 // moveLocked applies the ready time asked for by a further add to a pending
 // run that is delayed or held: the earliest time wins, except that a
 // debounced add may push a debounced run later, up to its deadline.
-func (s *Scheduler[K]) moveLocked(e *entry[K], r addRequest) {
+func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
 	old := e.readyAt
 	switch {
 	case r.debounce:
