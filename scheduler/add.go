@@ -189,11 +189,11 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bo
 		x := e.extras()
 		x.deadline, x.hasDeadline = addSat(r.now, s.set.debounceMaxWait), true
 	}
-	if r.debounce {
-		target = min(addSat(r.now, s.set.debounce), e.x.deadline)
+	if x := e.xs(); r.debounce {
+		target = min(addSat(r.now, s.set.debounce), x.deadline)
 		e.debounced = true
-	} else if !r.immediate && e.x != nil && e.x.hasDeadline {
-		e.x.deadline = min(e.x.deadline, target)
+	} else if !r.immediate && x != nil && x.hasDeadline {
+		x.deadline = min(x.deadline, target)
 	}
 	e.readyAt, e.reason = target, r.reason
 	e.prio = prio
@@ -241,8 +241,8 @@ func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int32) bo
 // rate-limited add while e is processed) and the rate limiter's count.
 func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind addKind, requeues int) {
 	e.addSpan(sc, s.set.maxLinks)
-	if kind == addRateLimited && e.processing && e.proc.ctx != nil {
-		if prev := trace.SpanContextFromContext(e.proc.ctx); prev.IsValid() {
+	if p := e.running(); kind == addRateLimited && p != nil && p.ctx != nil {
+		if prev := trace.SpanContextFromContext(p.ctx); prev.IsValid() {
 			e.extras().previous = prev
 		}
 	}
@@ -255,16 +255,16 @@ func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind add
 // run that is delayed or held: the earliest time wins, except that a
 // debounced add may push a debounced run later, up to its deadline.
 func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
-	old := e.readyAt
+	old, x := e.readyAt, e.xs()
 	switch {
 	case r.debounce:
-		t := min(addSat(r.now, s.set.debounce), e.x.deadline)
+		t := min(addSat(r.now, s.set.debounce), x.deadline)
 		if e.debounced || t < e.readyAt {
 			e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
 		}
 	default:
-		if e.x != nil && e.x.hasDeadline {
-			e.x.deadline = min(e.x.deadline, r.target)
+		if x != nil && x.hasDeadline {
+			x.deadline = min(x.deadline, r.target)
 		}
 		if r.target < e.readyAt || r.immediate {
 			e.readyAt, e.reason, e.debounced = r.target, r.reason, false

@@ -13,10 +13,10 @@ func (s *Scheduler[K]) ProcessingContext(key K) (context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
-	if !ok || !e.processing || e.proc.ctx == nil {
+	if !ok || !e.processing || e.running().ctx == nil {
 		return nil, false
 	}
-	return e.proc.ctx, true
+	return e.running().ctx, true
 }
 
 // Done marks the end of the processing of key. If key was added again
@@ -29,8 +29,8 @@ func (s *Scheduler[K]) Done(key K) {
 		s.mu.Unlock()
 		return
 	}
-	p := e.proc
-	e.proc = nil
+	p := e.s.proc
+	e.s.proc = nil
 	e.processing = false
 	if p.prev != nil {
 		p.prev.next = p.next

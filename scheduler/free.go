@@ -8,14 +8,14 @@ const maxFree = 1024
 func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
 	delete(s.entries, e.key)
 	if len(s.freeEntries) < maxFree {
-		x, o := e.x, e.origin
-		if x != nil {
-			*x = extras{}
+		sd := e.s
+		if sd != nil {
+			if sd.x != nil {
+				*sd.x = extras{}
+			}
+			*sd = side{x: sd.x}
 		}
-		if o != nil {
-			*o = spanRef{}
-		}
-		*e = entry[K]{x: x, origin: o, seq: e.seq} // seq survives: stale ready slots may still point here
+		*e = entry[K]{s: sd, seq: e.seq} // seq survives: stale ready slots may still point here
 		s.freeEntries = append(s.freeEntries, e)
 	}
 }

@@ -83,7 +83,7 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	s.inflight.tail = p
 	s.inflight.n++
 	s.inflight.startSum += p.started
-	e.proc = p
+	e.side().proc = p
 
 	if obs != nil {
 		return s.observeLocked(ctx, obs, e, p, wall), nil
@@ -152,7 +152,7 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 		it.ReadyAt = wall.Add(time.Duration(max(e.readyAt, e.enqueued) - started))
 	}
 	var ts trace.TraceState
-	if x := e.x; x != nil {
+	if x := e.xs(); x != nil {
 		ts = x.originState
 		it.Links = x.links
 		x.links = nil
@@ -160,18 +160,18 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 		it.PreviousAttempt = x.previous
 		it.Requeues = x.requeues
 	}
-	it.Origin = e.origin.spanContext(ts)
+	it.Origin = e.origin().spanContext(ts)
 }
 
 // resetRun clears what belonged to the run just handed out.
 func (s *Scheduler[K]) resetRun(e *entry[K]) {
-	if e.origin != nil {
-		*e.origin = spanRef{}
-	}
 	e.coalesced = 0
 	e.prio = 0
 	e.debounced = false
-	if x := e.x; x != nil {
-		*x = extras{}
+	if sd := e.s; sd != nil {
+		sd.origin = spanRef{}
+		if sd.x != nil {
+			*sd.x = extras{}
+		}
 	}
 }
