@@ -21,27 +21,24 @@ func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
 }
 
 func (s *Scheduler[K]) newEntry(key K) *entry[K] {
-	var e *entry[K]
-	if n := len(s.freeEntries); n > 0 {
-		e = s.freeEntries[n-1]
-		s.freeEntries[n-1] = nil
-		s.freeEntries = s.freeEntries[:n-1]
-	} else {
-		e = new(entry[K])
-	}
+	e := reuse(&s.freeEntries)
 	e.key = key
 	e.heapIdx = -1
 	return e
 }
 
-func (s *Scheduler[K]) newProc() *proc {
-	if n := len(s.freeProcs); n > 0 {
-		p := s.freeProcs[n-1]
-		s.freeProcs[n-1] = nil
-		s.freeProcs = s.freeProcs[:n-1]
-		return p
+func (s *Scheduler[K]) newProc() *proc { return reuse(&s.freeProcs) }
+
+// reuse takes the last object of the free list *free, or makes a new one.
+func reuse[T any](free *[]*T) *T {
+	n := len(*free)
+	if n == 0 {
+		return new(T)
 	}
-	return new(proc)
+	p := (*free)[n-1]
+	(*free)[n-1] = nil
+	*free = (*free)[:n-1]
+	return p
 }
 
 func (s *Scheduler[K]) freeProc(p *proc) {

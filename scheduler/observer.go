@@ -62,13 +62,7 @@ func (s *Scheduler[K]) Observer() Observer[K] {
 // Item the Observer sees is recycled (it must not keep it), so that neither
 // path of get allocates one.
 func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc, wall time.Time) Item[K] {
-	var itp *Item[K]
-	if n := len(s.freeItems); n > 0 {
-		itp = s.freeItems[n-1]
-		s.freeItems = s.freeItems[:n-1]
-	} else {
-		itp = new(Item[K])
-	}
+	itp := reuse(&s.freeItems)
 	itp.Key = e.key
 	s.fillItem(itp, e, p.started, wall)
 	s.resetRun(e)

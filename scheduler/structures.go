@@ -1,5 +1,7 @@
 package scheduler
 
+import "slices"
+
 // fifo is a growable ring of slots: the keys ready for a worker at one
 // priority, in the order they became ready.
 type fifo[K comparable] struct {
@@ -93,12 +95,12 @@ func (q *fifo[K]) compact() {
 // least recently drained idle levels are dropped once more than
 // maxIdleLevels levels are kept.
 type readyQueue[K comparable] struct {
-	levels map[int32]*level[K]            // every level kept, ready keys or idle
-	byPrio levelHeap[K]                   // levels with ready keys, highest priority first
-	byAge  levelHeap[K]                   // levels with ready keys, by their first key's readySince
-	idle   struct{ head, tail *level[K] } // idle levels, least recently drained first
-	spare  []*level[K]                    // dropped levels, kept for reuse
-	n      int                            // ready entries (stale slots not counted)
+	levels map[int32]*level[K] // every level kept, ready keys or idle
+	byPrio levelHeap[K]        // levels with ready keys, highest priority first
+	byAge  levelHeap[K]        // levels with ready keys, by their first key's readySince
+	idle   []*level[K]         // idle levels, least recently drained first; at most maxIdleLevels
+	spare  []*level[K]         // dropped levels, kept for reuse
+	n      int                 // ready entries (stale slots not counted)
 	// parked is the drained level left in the heaps because it was the only
 	// one there: a queue whose keys all have one priority drains after
 	// nearly every Get, and its next key comes at the same priority. Set
@@ -113,9 +115,7 @@ type level[K comparable] struct {
 	n    int // ready entries at this priority
 	q    fifo[K]
 	idx  [2]int32 // index in byPrio and byAge; -1 when out of them
-	// In the idle list.
-	idle       bool
-	prev, next *level[K]
+	idle bool     // in readyQueue.idle
 }
 
 func (r *readyQueue[K]) len() int { return r.n }
@@ -134,14 +134,7 @@ func (r *readyQueue[K]) level(p int32) *level[K] {
 	if l, ok := r.levels[p]; ok {
 		return l
 	}
-	var l *level[K]
-	if n := len(r.spare); n > 0 {
-		l = r.spare[n-1]
-		r.spare[n-1] = nil
-		r.spare = r.spare[:n-1]
-	} else {
-		l = new(level[K])
-	}
+	l := reuse(&r.spare)
 	l.prio, l.idx = p, [2]int32{-1, -1}
 	if r.levels == nil { // the first level: the heaps are empty
 		r.levels = make(map[int32]*level[K])
@@ -252,35 +245,23 @@ func (r *readyQueue[K]) deactivate(l *level[K]) {
 	if len(l.q.buf) > maxIdleRing {
 		l.q = fifo[K]{}
 	}
-	l.idle, l.prev, l.next = true, r.idle.tail, nil
-	if r.idle.tail != nil {
-		r.idle.tail.next = l
-	} else {
-		r.idle.head = l
-	}
-	r.idle.tail = l
+	l.idle = true
+	r.idle = append(r.idle, l)
 	r.evict()
 }
 
+// unlinkIdle takes l out of the idle levels, which evict keeps few: at most
+// maxIdleLevels.
 func (r *readyQueue[K]) unlinkIdle(l *level[K]) {
-	if l.prev != nil {
-		l.prev.next = l.next
-	} else {
-		r.idle.head = l.next
-	}
-	if l.next != nil {
-		l.next.prev = l.prev
-	} else {
-		r.idle.tail = l.prev
-	}
-	l.idle, l.prev, l.next = false, nil, nil
+	r.idle = slices.DeleteFunc(r.idle, func(m *level[K]) bool { return m == l })
+	l.idle = false
 }
 
 // evict drops the least recently drained idle levels while more than
 // maxIdleLevels levels are kept.
 func (r *readyQueue[K]) evict() {
-	for len(r.levels) > maxIdleLevels && r.idle.head != nil {
-		l := r.idle.head
+	for len(r.levels) > maxIdleLevels && len(r.idle) > 0 {
+		l := r.idle[0]
 		r.unlinkIdle(l)
 		delete(r.levels, l.prio)
 		if len(r.spare) < maxIdleLevels {
