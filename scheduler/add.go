@@ -64,7 +64,10 @@ type AddOptions struct {
 	// keys of one priority in the order they became ready. A pending key
 	// keeps the highest priority it was added with; raising the priority of
 	// a ready key moves it to the end of its new priority. Plain adds have
-	// priority 0. Priorities beyond the int32 range are clamped to it.
+	// priority 0. Priorities beyond the int32 range are clamped to it. Any
+	// number of distinct priorities may be used: an add or a get costs
+	// O(log P) for P priorities with ready keys, and drained priorities
+	// cost nothing.
 	Priority int
 }
 
