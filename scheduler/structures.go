@@ -20,13 +20,17 @@ type slot[K comparable] struct {
 
 func (s slot[K]) valid() bool { return s.e.seq == s.seq && s.e.place == inReady }
 
+// minRing is the size of a new ring: small, as a queue that spreads its
+// keys over many priorities holds few at each.
+const minRing = 4
+
 // maxIdleRing is the most slots a fifo keeps while (nearly) empty: a ring
 // grown by a burst is given back as it drains.
 const maxIdleRing = 256
 
 func (q *fifo[K]) push(sl slot[K]) {
 	if q.n == len(q.buf) {
-		q.resize(max(16, 2*len(q.buf)))
+		q.resize(max(minRing, 2*len(q.buf)))
 	}
 	q.buf[(q.head+q.n)&(len(q.buf)-1)] = sl
 	q.n++
