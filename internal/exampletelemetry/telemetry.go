@@ -226,7 +226,7 @@ func (t *Telemetry) shutdown(ctx context.Context) error {
 	}
 	err := errors.Join(errs...)
 	if err != nil && ctx.Err() != nil && len(t.OTLP) > 0 {
-		return fmt.Errorf("not flushed in time, what was left is lost (is the collector reachable? %s): %w", strings.Join(t.OTLP, ", "), err)
+		return fmt.Errorf("not flushed in time, what was left is lost (is the collector reachable?): %w", err)
 	}
 	return err
 }
