@@ -32,9 +32,10 @@ import (
 //
 // go.opentelemetry.io/contrib/exporters/autoexport does the selection too,
 // but its v0.72.0 (the one built for otel v1.47.0) raises the minimum
-// versions every user of this module builds with (go-openapi/* v0.28.0 to
-// v0.29.2, which client-go compiles in; grpc v1.83.2 to v1.84.0) and adds
-// 15 modules to the graph where the four exporters used here add 3; it
+// versions every user of this module builds with (go-openapi/swag and its
+// submodules v0.28.0 to v0.29.2, which client-go compiles in; grpc v1.83.2
+// to v1.84.0) and adds 15 modules to the graph where the four exporters used
+// here add 3 (docs/environment.md has the measurement); it
 // also defaults to http/protobuf and to exporting when no endpoint is set,
 // and its "prometheus" exporter opens a server of its own on the port of
 // -metrics-addr. The selection left to write is the switch below.
