@@ -219,38 +219,46 @@ func parseEndpoint(name, raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// spanExporters returns the span exporters OTEL_TRACES_EXPORTER asks for,
-// and the OTLP targets among them.
-func spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, []otlpTarget, error) {
-	names, err := exporterNames(signalTraces, "otlp", "console", "none")
-	if err != nil {
-		return nil, nil, err
-	}
+// exporterFactories make a signal's exporters; each reads its own
+// configuration from the environment.
+type exporterFactories[E any] struct {
+	grpc, http, console func(context.Context) (E, error)
+}
+
+// newExporters makes the exporters names (otlp, console, none) for signal,
+// and returns them with the OTLP targets among them. On error it returns
+// those made so far, for the caller to shut down.
+func newExporters[E any](ctx context.Context, signal string, names []string, f exporterFactories[E]) ([]E, []otlpTarget, error) {
 	var (
-		exps    []sdktrace.SpanExporter
+		exps    []E
 		targets []otlpTarget
 	)
 	for _, n := range names {
-		var e sdktrace.SpanExporter
+		var (
+			e   E
+			err error
+		)
 		switch n {
 		case "none":
 			continue
 		case "console":
-			e, err = stdouttrace.New()
+			e, err = f.console(ctx)
 		case "otlp":
-			t, terr := resolveOTLP(signalTraces)
+			t, terr := resolveOTLP(signal)
 			if terr != nil {
 				return exps, nil, terr
 			}
 			if t.protocol == protoGRPC {
-				e, err = otlptracegrpc.New(ctx)
+				e, err = f.grpc(ctx)
 			} else {
-				e, err = otlptracehttp.New(ctx)
+				e, err = f.http(ctx)
 			}
 			if err != nil {
-				err = fmt.Errorf("OTLP trace exporter (%s): %w", t, err)
+				err = fmt.Errorf("OTLP %s exporter (%s): %w", strings.ToLower(signal), t, err)
 			}
 			targets = append(targets, t)
+		default:
+			err = fmt.Errorf("no %s exporter %q", strings.ToLower(signal), n)
 		}
 		if err != nil {
 			return exps, nil, err
@@ -258,6 +266,20 @@ func spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, []otlpTarget, 
 		exps = append(exps, e)
 	}
 	return exps, targets, nil
+}
+
+// spanExporters returns the span exporters OTEL_TRACES_EXPORTER asks for,
+// and the OTLP targets among them.
+func spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, []otlpTarget, error) {
+	names, err := exporterNames(signalTraces, "otlp", "console", "none")
+	if err != nil {
+		return nil, nil, err
+	}
+	return newExporters(ctx, signalTraces, names, exporterFactories[sdktrace.SpanExporter]{
+		grpc:    func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
+		http:    func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx) },
+		console: func(context.Context) (sdktrace.SpanExporter, error) { return stdouttrace.New() },
+	})
 }
 
 // metricReaders returns periodic readers for the push exporters
@@ -268,37 +290,19 @@ func metricReaders(ctx context.Context) (readers []sdkmetric.Reader, targets []o
 	if err != nil {
 		return nil, nil, false, err
 	}
-	for _, n := range names {
-		var e sdkmetric.Exporter
-		switch n {
-		case "none":
-			continue
-		case "prometheus":
-			prometheus = true
-			continue
-		case "console":
-			e, err = stdoutmetric.New()
-		case "otlp":
-			t, terr := resolveOTLP(signalMetrics)
-			if terr != nil {
-				return readers, nil, false, terr
-			}
-			if t.protocol == protoGRPC {
-				e, err = otlpmetricgrpc.New(ctx)
-			} else {
-				e, err = otlpmetrichttp.New(ctx)
-			}
-			if err != nil {
-				err = fmt.Errorf("OTLP metric exporter (%s): %w", t, err)
-			}
-			targets = append(targets, t)
-		}
-		if err != nil {
-			return readers, nil, false, err
-		}
+	if i := slices.Index(names, "prometheus"); i >= 0 {
+		prometheus = true
+		names = slices.Delete(names, i, i+1)
+	}
+	exps, targets, err := newExporters(ctx, signalMetrics, names, exporterFactories[sdkmetric.Exporter]{
+		grpc:    func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetricgrpc.New(ctx) },
+		http:    func(ctx context.Context) (sdkmetric.Exporter, error) { return otlpmetrichttp.New(ctx) },
+		console: func(context.Context) (sdkmetric.Exporter, error) { return stdoutmetric.New() },
+	})
+	for _, e := range exps {
 		// The periodic reader honours OTEL_METRIC_EXPORT_INTERVAL and
 		// OTEL_METRIC_EXPORT_TIMEOUT.
 		readers = append(readers, sdkmetric.NewPeriodicReader(e))
 	}
-	return readers, targets, prometheus, nil
+	return readers, targets, prometheus, err
 }

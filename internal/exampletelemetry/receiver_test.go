@@ -52,22 +52,8 @@ func startReceiverWith(t *testing.T, holdFirstMetrics bool) *receiver {
 	coltracepb.RegisterTraceServiceServer(gs, traceServer{r: r})
 	colmetricpb.RegisterMetricsServiceServer(gs, metricsServer{r: r})
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, req *http.Request) {
-		var m coltracepb.ExportTraceServiceRequest
-		if !readProto(w, req, &m) {
-			return
-		}
-		r.addSpans("http", &m)
-		writeProto(w, &coltracepb.ExportTraceServiceResponse{})
-	})
-	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, req *http.Request) {
-		var m colmetricpb.ExportMetricsServiceRequest
-		if !readProto(w, req, &m) {
-			return
-		}
-		r.addMetrics("http", &m)
-		writeProto(w, &colmetricpb.ExportMetricsServiceResponse{})
-	})
+	mux.Handle("POST /v1/traces", otlpHandler(func(m *coltracepb.ExportTraceServiceRequest) { r.addSpans("http", m) }, &coltracepb.ExportTraceServiceResponse{}))
+	mux.Handle("POST /v1/metrics", otlpHandler(func(m *colmetricpb.ExportMetricsServiceRequest) { r.addMetrics("http", m) }, &colmetricpb.ExportMetricsServiceResponse{}))
 	hs := &http.Server{Handler: mux}
 	go func() { _ = gs.Serve(gl) }()
 	go func() { _ = hs.Serve(hl) }()
@@ -78,22 +64,27 @@ func startReceiverWith(t *testing.T, holdFirstMetrics bool) *receiver {
 	return r
 }
 
-func readProto(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
-	b, err := io.ReadAll(req.Body)
-	if err == nil {
-		err = proto.Unmarshal(b, m)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return false
-	}
-	return true
-}
-
-func writeProto(w http.ResponseWriter, m proto.Message) {
-	b, _ := proto.Marshal(m)
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(b)
+// otlpHandler serves one OTLP/HTTP (protobuf) export path: it decodes the
+// request, hands it to add and answers resp.
+func otlpHandler[Req any, PReq interface {
+	*Req
+	proto.Message
+}](add func(PReq), resp proto.Message) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		m := PReq(new(Req))
+		b, err := io.ReadAll(req.Body)
+		if err == nil {
+			err = proto.Unmarshal(b, m)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		add(m)
+		b, _ = proto.Marshal(resp)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(b)
+	})
 }
 
 // traceServer and metricsServer are the receiver's gRPC services.
@@ -140,9 +131,7 @@ func (r *receiver) addSpans(proto string, m *coltracepb.ExportTraceServiceReques
 			n += len(ss.Spans)
 		}
 	}
-	r.mu.Lock()
-	r.spans[proto] += n
-	r.mu.Unlock()
+	r.add(proto, n, 0)
 }
 
 func (r *receiver) addMetrics(proto string, m *colmetricpb.ExportMetricsServiceRequest) {
@@ -152,9 +141,14 @@ func (r *receiver) addMetrics(proto string, m *colmetricpb.ExportMetricsServiceR
 			n += len(sm.Metrics)
 		}
 	}
+	r.add(proto, 0, n)
+}
+
+func (r *receiver) add(proto string, spans, metrics int) {
 	r.mu.Lock()
-	r.metrics[proto] += n
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	r.spans[proto] += spans
+	r.metrics[proto] += metrics
 }
 
 // startHangingCollector returns the address of a TCP server on 127.0.0.1

@@ -152,26 +152,24 @@ func TestOTLPProtocols(t *testing.T) {
 }
 
 func TestPerSignalExporters(t *testing.T) {
-	t.Run("OTEL_TRACES_EXPORTER=none exports metrics and no spans", func(t *testing.T) {
-		r := startReceiver(t)
-		setEnv(t, "OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+r.GRPC, "OTEL_TRACES_EXPORTER", "none")
-		tel := setup(t, Config{ServiceName: "test"})
-		emit(context.Background())
-		flush(t, tel)
-		if spans, metrics := r.counts("grpc"); spans != 0 || metrics == 0 {
-			t.Errorf("received %d spans, %d metrics; want no span and some metrics", spans, metrics)
-		}
-	})
-	t.Run("OTEL_METRICS_EXPORTER=none exports spans and no metrics", func(t *testing.T) {
-		r := startReceiver(t)
-		setEnv(t, "OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+r.GRPC, "OTEL_METRICS_EXPORTER", "none")
-		tel := setup(t, Config{ServiceName: "test"})
-		emit(context.Background())
-		flush(t, tel)
-		if spans, metrics := r.counts("grpc"); spans == 0 || metrics != 0 {
-			t.Errorf("received %d spans, %d metrics; want spans and no metric", spans, metrics)
-		}
-	})
+	for _, tc := range []struct {
+		variable            string // set to none
+		wantSpans, wantMets bool
+	}{
+		{"OTEL_TRACES_EXPORTER", false, true},
+		{"OTEL_METRICS_EXPORTER", true, false},
+	} {
+		t.Run(tc.variable+"=none", func(t *testing.T) {
+			r := startReceiver(t)
+			setEnv(t, "OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+r.GRPC, tc.variable, "none")
+			tel := setup(t, Config{ServiceName: "test"})
+			emit(context.Background())
+			flush(t, tel)
+			if spans, metrics := r.counts("grpc"); (spans > 0) != tc.wantSpans || (metrics > 0) != tc.wantMets {
+				t.Errorf("received %d spans, %d metrics; want spans %v, metrics %v", spans, metrics, tc.wantSpans, tc.wantMets)
+			}
+		})
+	}
 	t.Run("per-signal endpoints and protocols", func(t *testing.T) {
 		r := startReceiver(t)
 		setEnv(t,
