@@ -81,7 +81,7 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		log.Printf("metrics at %s", tel.MetricsURL)
 	}
 	if len(tel.OTLP) > 0 {
-		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
+		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))
 	}
 	if ready != nil {
 		ready <- tel.MetricsURL
