@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -96,7 +97,8 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // Reconciler wraps r so that it runs in the trace of the attempt: its ctx is
 // the controller's (logger, reconcileID, cancellation and deadline kept)
 // carrying the attempt's "reconcile" span, so the spans r starts are its
-// children. The wrapper sets the span's "result" attribute and, on error or
+// children, and its logger (logf.FromContext) has the span's trace_id and
+// span_id, so r's log lines lead to the trace. The wrapper sets the span's "result" attribute and, on error or
 // panic, its status; a panic is re-panicked for controller-runtime to
 // handle. Before the queue exists, or for a request the queue is not
 // processing (r called directly, in a test), r runs with ctx unchanged.
@@ -128,6 +130,11 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	}
 	span := trace.SpanFromContext(pctx)
 	ctx = trace.ContextWithSpan(ctx, span)
+	if sc := span.SpanContext(); sc.IsValid() {
+		// The reconciler's log lines lead to the attempt's trace.
+		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues(
+			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String()))
+	}
 	if !span.IsRecording() {
 		return t.r.Reconcile(ctx, req)
 	}

@@ -1,6 +1,9 @@
 package otelqueue
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+)
 
 // isNil reports whether v is nil or holds a nil pointer, map, slice, func,
 // channel or interface: a typed nil passed where an interface was expected,
@@ -14,4 +17,9 @@ func isNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// typedNil is the error for a typed nil v given to option.
+func typedNil(option string, v any) error {
+	return fmt.Errorf("otelqueue: %s got a nil %T: pass a working one, or an untyped nil (or no option) for the global default", option, v)
 }

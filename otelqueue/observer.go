@@ -182,12 +182,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		return
 	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.End(trace.WithTimestamp(ended))
-	}
-	if root, ok := ctx.Value(rootKey{}).(trace.Span); ok {
-		root.End(trace.WithTimestamp(ended))
-	}
+	endAttempt(ctx, ended)
 }
 
 // keyString renders a key for the span attribute.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,9 @@ type Runner[K comparable] struct {
 	workers   int
 	reconcile ReconcileFunc[K]
 	counters  *runnerCounters
+	logger    *slog.Logger // nil: slog.Default()
+	limiter   *logLimiter
+	started   atomic.Bool // Run was called
 }
 
 // RunnerStats are a Runner's numbers.
@@ -147,7 +151,10 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 		return nil, err
 	}
 	counters := &runnerCounters{workers: int64(workers), busy: busyClock{clock: c.clock, base: c.clock.Now()}}
-	r := &Runner[K]{queue: queue, workers: workers, reconcile: reconcile, counters: counters}
+	r := &Runner[K]{
+		queue: queue, workers: workers, reconcile: reconcile, counters: counters,
+		logger: c.logger, limiter: newLogLimiter(c.clock, c.logBurst, c.logInterval),
+	}
 	bindingOf(queue).runner.Store(counters)
 	return r, nil
 }
@@ -172,15 +179,56 @@ func (r *Runner[K]) Stats() RunnerStats {
 // it; its reconcile sees the cancelled ctx), Run waits for every reconcile in
 // flight to return (their ctx, derived from ctx, is cancelled too) and shuts
 // the queue down, as a controller-runtime controller does. It returns nil
-// after a graceful stop.
+// after a graceful stop, and also when the queue is shut down under it.
+//
+// A Runner runs once: Run fails when it was called before (concurrently or
+// not), when the queue is already shut down, and when ctx is nil.
+//
+// A reconcile that returns an error or panics is logged, as
+// controller-runtime does, as an error "Reconciler error" with the queue,
+// the key, the error (and a panic's stack trace) and the attempt's trace_id
+// and span_id, to WithLogger's logger, within WithLogRateLimit's limit. A
+// reconcile that calls runtime.Goexit is counted as a panic and its worker
+// is replaced, so the Runner keeps its number of workers.
 func (r *Runner[K]) Run(ctx context.Context) error {
+	if r == nil {
+		return errors.New("otelqueue: Run on a nil Runner: make one with NewRunner")
+	}
+	if ctx == nil {
+		return errors.New("otelqueue: Run needs a context, got nil: pass one that is cancelled to stop the Runner")
+	}
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("otelqueue: Run was called more than once: a Runner runs once (it shuts its queue down when it stops); make a new queue and a new Runner to run again")
+	}
+	if r.queue.ShuttingDown() {
+		return fmt.Errorf("otelqueue: Run on queue %q, which is already shut down and hands out no more keys: make a new queue and a new Runner", r.queue.Name())
+	}
+	wctx := ctx
+	if r.logger != nil {
+		wctx = context.WithValue(ctx, loggerKey{}, r.logger) // for LoggerFromContext
+	}
 	var wg sync.WaitGroup
 	for range r.workers {
-		wg.Go(func() { r.work(ctx) })
+		r.startWorker(wctx, &wg)
 	}
 	wg.Wait()
 	r.queue.ShutDownWithDrain()
 	return nil
+}
+
+// startWorker starts a worker, and starts another in its place if a
+// reconcile ends the worker's goroutine with runtime.Goexit.
+func (r *Runner[K]) startWorker(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		exited := true
+		defer func() {
+			if exited { // runtime.Goexit: this goroutine is still counted by wg, so wg.Go is safe
+				r.startWorker(ctx, wg)
+			}
+		}()
+		r.work(ctx)
+		exited = false
+	})
 }
 
 func (r *Runner[K]) work(ctx context.Context) {
@@ -193,9 +241,9 @@ func (r *Runner[K]) work(ctx context.Context) {
 	}
 }
 
-// process reconciles one item; status, metrics and the queue's bookkeeping
-// are finalised in one deferred function, whether the reconcile returned or
-// panicked.
+// process reconciles one item; status, metrics, logs and the queue's
+// bookkeeping are finalised in one deferred function, whether the reconcile
+// returned, panicked or called runtime.Goexit.
 func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	ctx := it.Context()
 	c := r.counters
@@ -209,14 +257,19 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	defer func() {
 		c.busy.end(started)
 		outcome := ResultSuccess
+		span := trace.SpanFromContext(ctx)
+		var stack []byte
 		if panicked {
 			p := recover()
-			err = fmt.Errorf("otelqueue: reconcile of %v panicked: %v", it.Key, p)
-			span := trace.SpanFromContext(ctx)
-			span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(debug.Stack()))))
+			if p == nil {
+				err = fmt.Errorf("otelqueue: reconcile of %v called runtime.Goexit instead of returning (t.FailNow does): counted as a panic, and its worker was replaced", it.Key)
+			} else {
+				err = fmt.Errorf("otelqueue: reconcile of %v panicked: %v", it.Key, p)
+			}
+			stack = debug.Stack()
+			span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(stack))))
 			outcome = ResultPanic
 		}
-		span := trace.SpanFromContext(ctx)
 		switch {
 		case err != nil:
 			if !panicked {
@@ -249,6 +302,9 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 			c.requeueAfter.Add(1)
 		case ResultPanic:
 			c.pan.Add(1)
+		}
+		if err != nil {
+			r.logError(ctx, it.Key, err, stack)
 		}
 		c.active.Add(-1)
 		r.queue.Done(it.Key)

@@ -336,16 +336,23 @@ func TestRunnerShutdown(t *testing.T) {
 }
 
 // TestRunnerStopsWhenQueueShutsDown checks that Run returns when the queue is
-// shut down under it, with its ctx still live.
+// shut down under it, with its ctx still live. (Run on a queue shut down
+// before it starts is an error: TestRunnerRunContract.)
 func TestRunnerStopsWhenQueueShutsDown(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	r, err := otelqueue.NewRunner(e.q, 3, okReconcile)
+	running := make(chan struct{}, 1)
+	r, err := otelqueue.NewRunner(e.q, 3, func(context.Context, string) (otelqueue.Result, error) {
+		running <- struct{}{}
+		return otelqueue.Result{}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { done <- r.Run(context.Background()) })
+	e.q.Add("a")
+	receive(t, running, "Run to be running")
 	e.q.ShutDown()
 	if err := receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
