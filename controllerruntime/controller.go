@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -98,10 +97,12 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // the controller's (logger, reconcileID, cancellation and deadline kept)
 // carrying the attempt's "reconcile" span, so the spans r starts are its
 // children, and its logger (logf.FromContext) has the span's trace_id and
-// span_id, so r's log lines lead to the trace. The wrapper sets the span's "result" attribute and, on error or
-// panic, its status; a panic is re-panicked for controller-runtime to
-// handle. Before the queue exists, or for a request the queue is not
-// processing (r called directly, in a test), r runs with ctx unchanged.
+// span_id, so r's log lines lead to the trace. The wrapper records the
+// result on the span as the otelqueue Runner does (otelqueue.Classify and
+// otelqueue.RecordResult); a panic is re-panicked for controller-runtime to
+// handle, and a runtime.Goexit is recorded as a panic and left to go on.
+// Before the queue exists, or for a request the queue is not processing (r
+// called directly, in a test), r runs with ctx unchanged.
 func (c *Controller[request]) Reconciler(r reconcile.TypedReconciler[request]) reconcile.TypedReconciler[request] {
 	return &tracedReconciler[request]{c: c, r: r}
 }
@@ -110,14 +111,6 @@ type tracedReconciler[request comparable] struct {
 	c *Controller[request]
 	r reconcile.TypedReconciler[request]
 }
-
-var (
-	resultSuccess      = otelqueue.AttrResult.String(otelqueue.ResultSuccess)
-	resultError        = otelqueue.AttrResult.String(otelqueue.ResultError)
-	resultRequeue      = otelqueue.AttrResult.String(otelqueue.ResultRequeue)
-	resultRequeueAfter = otelqueue.AttrResult.String(otelqueue.ResultRequeueAfter)
-	resultPanic        = otelqueue.AttrResult.String(otelqueue.ResultPanic)
-)
 
 func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) (res reconcile.Result, err error) {
 	q := t.c.queue.Load()
@@ -143,26 +136,16 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	defer func() {
 		if panicked {
 			p := recover()
-			perr := fmt.Errorf("panic: %v", p)
-			span.RecordError(perr, trace.WithAttributes(attribute.String("exception.stacktrace", string(debug.Stack()))))
-			span.SetStatus(codes.Error, perr.Error())
-			span.SetAttributes(resultPanic)
-			panic(p)
-		}
-		switch {
-		case err != nil:
-			span.SetAttributes(resultError)
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			if errors.Is(err, reconcile.TerminalError(nil)) {
-				span.SetAttributes(attribute.Bool("reconcile.terminal", true))
+			otelqueue.RecordResult(span, otelqueue.ResultPanic, otelqueue.NewPanicError(p, debug.Stack()))
+			if p != nil {
+				panic(p) // for controller-runtime to handle; a runtime.Goexit goes on by itself
 			}
-		case res.RequeueAfter > 0:
-			span.SetAttributes(resultRequeueAfter)
-		case res.Requeue: //nolint:staticcheck // controller-runtime still honours it
-			span.SetAttributes(resultRequeue)
-		default:
-			span.SetAttributes(resultSuccess)
+			return
+		}
+		//nolint:staticcheck // controller-runtime still honours Result.Requeue
+		otelqueue.RecordResult(span, otelqueue.Classify(otelqueue.Result{Requeue: res.Requeue, RequeueAfter: res.RequeueAfter}, err), err)
+		if err != nil && errors.Is(err, reconcile.TerminalError(nil)) {
+			span.SetAttributes(attribute.Bool("reconcile.terminal", true))
 		}
 	}()
 	res, err = t.r.Reconcile(ctx, req)

@@ -5,23 +5,17 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
-	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // TestManagerWorkers runs real managers and checks that the queue's
@@ -42,79 +36,48 @@ func TestManagerWorkers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noErrors(t)
-			reg := prometheus.NewRegistry()
-			exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tel := newTelemetry(t, exporter)
+			tel, reg := newPromTelemetry(t)
 			name := fmt.Sprintf("workers-%d-%d", tc.controller, tc.manager)
-			mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
-				Metrics:                metricsserver.Options{BindAddress: "0"},
-				HealthProbeBindAddress: "0",
-				Logger:                 logr.Discard(),
-				Controller:             config.Controller{MaxConcurrentReconciles: tc.manager},
-			})
-			if err != nil {
-				t.Fatalf("manager.New: %v", err)
-			}
-			otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
-			opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: tc.controller, SkipNameValidation: ptr.To(true)})
-			if opts.MaxConcurrentReconciles != tc.controller {
-				t.Errorf("Options changed MaxConcurrentReconciles from %d to %d", tc.controller, opts.MaxConcurrentReconciles)
-			}
-			err = builder.ControllerManagedBy(mgr).
-				Named(name).
-				WithOptions(opts).
-				WatchesRawSource(source.Channel(make(chan event.GenericEvent), controllerruntime.EnqueueRequestForObject())).
-				Complete(otq.Reconciler(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-					return reconcile.Result{}, nil
-				})))
-			if err != nil {
-				t.Fatalf("builder: %v", err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			errc := make(chan error, 1)
-			go func() { errc <- mgr.Start(ctx) }()
-			t.Cleanup(func() {
-				cancel()
-				if err := receive(t, errc, "the manager to stop"); err != nil {
-					t.Errorf("manager.Start: %v", err)
+			var opts controller.Options
+			run := startController(t, tel, name, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+				return reconcile.Result{}, nil
+			}), func(sc *startConfig) {
+				sc.controller = config.Controller{MaxConcurrentReconciles: tc.manager}
+				sc.options = func(mgr manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options {
+					opts = otq.Options(mgr, controller.Options{MaxConcurrentReconciles: tc.controller, SkipNameValidation: ptr.To(true)})
+					return opts
 				}
-				if q := otq.Queue(); q != nil && q.Instrumentation() != nil {
+			})
+			t.Cleanup(func() { // after the manager stopped
+				if q := run.otq.Queue(); q != nil && q.Instrumentation() != nil {
 					_ = q.Instrumentation().Stop()
 				}
 			})
-
-			// gauge returns the value of the series of family with the
-			// labels given, and whether there is one.
-			gauge := func(g prometheus.Gatherer, family string, labels map[string]string) (float64, bool) {
-				mf := gather(t, g)[family]
-				for _, m := range mf.GetMetric() {
-					got := map[string]string{}
-					for _, lp := range m.GetLabel() {
-						got[lp.GetName()] = lp.GetValue()
-					}
-					match := true
-					for k, v := range labels {
-						match = match && got[k] == v
-					}
-					if match {
-						return m.GetGauge().GetValue(), true
-					}
-				}
-				return 0, false
+			if opts.MaxConcurrentReconciles != tc.controller {
+				t.Errorf("Options changed MaxConcurrentReconciles from %d to %d", tc.controller, opts.MaxConcurrentReconciles)
 			}
-			var theirs, ours float64
+
+			var theirs, ours *dto.Metric
 			waitFor(t, "both worker gauges", func() bool {
-				var ok1, ok2 bool
-				theirs, ok1 = gauge(ctrlmetrics.Registry, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": name})
-				ours, ok2 = gauge(reg, "workqueue_workers", map[string]string{"name": name, "controller": name})
-				return ok1 && ok2
+				theirs = series(gather(t, ctrlmetrics.Registry)["controller_runtime_max_concurrent_reconciles"], map[string]string{"controller": name})
+				ours = series(gather(t, reg)["workqueue_workers"], map[string]string{"name": name, "controller": name})
+				return theirs != nil && ours != nil
 			})
-			if ours != theirs || ours != float64(tc.want) {
-				t.Errorf("workqueue_workers = %v, controller_runtime_max_concurrent_reconciles = %v; want both %d", ours, theirs, tc.want)
+			if o, c := ours.GetGauge().GetValue(), theirs.GetGauge().GetValue(); o != c || o != float64(tc.want) {
+				t.Errorf("workqueue_workers = %v, controller_runtime_max_concurrent_reconciles = %v; want both %d", o, c, tc.want)
 			}
 		})
 	}
+}
+
+// newPromTelemetry is newTelemetry with the OTel Prometheus exporter as a
+// second reader, registered in the returned registry.
+func newPromTelemetry(t testing.TB) (*telemetry, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTelemetry(t, exporter), reg
 }

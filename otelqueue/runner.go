@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
@@ -256,41 +255,29 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	)
 	defer func() {
 		c.busy.end(started)
-		outcome := ResultSuccess
-		span := trace.SpanFromContext(ctx)
+		var outcome string
 		var stack []byte
 		if panicked {
-			p := recover()
-			if p == nil {
-				err = fmt.Errorf("otelqueue: reconcile of %v called runtime.Goexit instead of returning (t.FailNow does): counted as a panic, and its worker was replaced", it.Key)
-			} else {
-				err = fmt.Errorf("otelqueue: reconcile of %v panicked: %v", it.Key, p)
-			}
 			stack = debug.Stack()
-			span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(stack))))
-			outcome = ResultPanic
-		}
-		switch {
-		case err != nil:
-			if !panicked {
-				outcome = ResultError
-				span.RecordError(err)
+			perr := NewPanicError(recover(), stack)
+			err = fmt.Errorf("otelqueue: reconcile of %v %w", it.Key, perr)
+			if perr.Goexit {
+				err = fmt.Errorf("%w: counted as a panic, and its worker was replaced", err)
 			}
-			span.SetStatus(codes.Error, err.Error())
+			outcome = ResultPanic
+		} else {
+			outcome = Classify(res, err)
+		}
+		switch outcome {
+		case ResultError, ResultPanic, ResultRequeue:
 			r.queue.AddRateLimited(it.Key)
-		case res.RequeueAfter > 0:
-			outcome = ResultRequeueAfter
+		case ResultRequeueAfter:
 			r.queue.Forget(it.Key)
 			r.queue.AddAfter(it.Key, res.RequeueAfter)
-		case res.Requeue:
-			outcome = ResultRequeue
-			r.queue.AddRateLimited(it.Key)
 		default:
 			r.queue.Forget(it.Key)
 		}
-		if span.IsRecording() {
-			span.SetAttributes(AttrResult.String(outcome))
-		}
+		RecordResult(trace.SpanFromContext(ctx), outcome, err)
 		switch outcome {
 		case ResultSuccess:
 			c.success.Add(1)
