@@ -97,7 +97,9 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // the controller's (logger, reconcileID, cancellation and deadline kept)
 // carrying the attempt's "reconcile" span, so the spans r starts are its
 // children, and its logger (logf.FromContext) has the span's trace_id and
-// span_id, so r's log lines lead to the trace. The wrapper records the
+// span_id, so r's log lines lead to the trace; the span has the attempt's
+// reconcileID (AttrReconcileID), which controller-runtime's own log lines
+// carry. The wrapper records the
 // result on the span as the otelqueue Runner does (otelqueue.Classify and
 // otelqueue.RecordResult); a panic is re-panicked for controller-runtime to
 // handle, and a runtime.Goexit is recorded as a panic and left to go on.
@@ -106,6 +108,12 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 func (c *Controller[request]) Reconciler(r reconcile.TypedReconciler[request]) reconcile.TypedReconciler[request] {
 	return &tracedReconciler[request]{c: c, r: r}
 }
+
+// AttrReconcileID is the attribute of the "reconcile" span that holds
+// controller-runtime's reconcileID of the attempt, which its log lines
+// (such as "Reconciler error") carry: search for it to go from such a line
+// to the trace.
+const AttrReconcileID = attribute.Key("reconcile.id")
 
 type tracedReconciler[request comparable] struct {
 	c *Controller[request]
@@ -130,6 +138,10 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	}
 	if !span.IsRecording() {
 		return t.r.Reconcile(ctx, req)
+	}
+	if id := controller.ReconcileIDFromContext(ctx); id != "" {
+		// controller-runtime's own log lines ("Reconciler error") carry it.
+		span.SetAttributes(AttrReconcileID.String(string(id)))
 	}
 
 	panicked := true

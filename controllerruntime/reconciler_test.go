@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -32,7 +33,8 @@ func reconcileOnce(t *testing.T, name string, r reconcile.Func) (*running, sdktr
 
 // TestManagerReconcilerLogger checks that the wrapped reconciler's logr
 // logger (logf.FromContext) carries the trace_id and span_id of the
-// attempt's "reconcile" span, beside controller-runtime's own values.
+// attempt's "reconcile" span, beside controller-runtime's own values, and
+// that the span has the reconcileID those values include.
 func TestManagerReconcilerLogger(t *testing.T) {
 	noErrors(t)
 	const name = "logging"
@@ -44,11 +46,15 @@ func TestManagerReconcilerLogger(t *testing.T) {
 	if !ok {
 		t.Fatal("the reconciler's log line is missing")
 	}
+	id := attr(rec, string(controllerruntime.AttrReconcileID))
+	if id == "" {
+		t.Error("the reconcile span has no reconcileID")
+	}
 	for _, want := range []string{
+		`"reconcileID"="` + id + `"`, // controller-runtime's lines lead to the span too
 		`"trace_id"="` + rec.SpanContext().TraceID().String() + `"`,
 		`"span_id"="` + rec.SpanContext().SpanID().String() + `"`,
 		`"controller"="` + name + `"`,
-		`"reconcileID"=`,
 	} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log line %s\nlacks %s", line, want)
