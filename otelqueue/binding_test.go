@@ -17,10 +17,11 @@ import (
 func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 	noErrors(t)
 	mp := meterProvider(t, sdkmetric.NewManualReader())
-	before := otelqueue.Bindings()
 	const n = 50
+	queues := make([]*scheduler.Scheduler[string], 0, n) // alive until counted, then dead
 	for range n {
 		q := scheduler.New(scheduler.Config[string]{Name: queueName})
+		queues = append(queues, q)
 		if _, err := otelqueue.NewRunner(q, 1, okReconcile); err != nil {
 			t.Fatal(err)
 		}
@@ -36,11 +37,13 @@ func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 		}
 		q.ShutDown()
 	}
-	if got := otelqueue.Bindings(); got < before+n {
-		t.Fatalf("%d bindings after making %d queues, want at least %d", got, n, before+n)
+	during := otelqueue.Bindings()
+	if during < n {
+		t.Fatalf("%d bindings with %d queues alive, want at least %d", during, n, n)
 	}
+	runtime.KeepAlive(queues)
 	waitFor(t, "the bindings of the collected schedulers to go", func() bool {
 		runtime.GC()
-		return otelqueue.Bindings() <= before
+		return otelqueue.Bindings() <= during-n
 	})
 }

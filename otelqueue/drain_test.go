@@ -1,11 +1,15 @@
 package otelqueue_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // assertAllEnded fails the test if a span the recorder saw start has not
@@ -81,4 +85,21 @@ func TestStopRacingDone(t *testing.T) {
 			t.Fatal("the Observer is still installed after Stop with nothing in flight")
 		}
 	}
+}
+
+// endedAttempt waits until the root span of attempt n of key has ended (it
+// ends last: the scheduler publishes a Done before its Observer ends the
+// spans), then returns the attempt's spans as attemptSpans does.
+func (e *env) endedAttempt(t testing.TB, key string, n int) (root, queued, reconcile sdktrace.ReadOnlySpan) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("the end of attempt %d of %q", n, key), func() bool {
+		for _, s := range spansNamed(e.sr.Ended(), "process "+queueName) {
+			a := attrMap(s.Attributes())
+			if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
+				return true
+			}
+		}
+		return false
+	})
+	return attemptSpans(t, e.sr.Ended(), key, n)
 }

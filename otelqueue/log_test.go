@@ -92,7 +92,7 @@ func TestRunnerLogsErrors(t *testing.T) {
 	}
 	for i, key := range []string{"fail", "panic"} {
 		rec := recs[i]
-		_, _, span := attemptSpans(t, e.sr.Ended(), key, 1)
+		_, _, span := e.endedAttempt(t, key, 1)
 		want := map[string]string{
 			"queue":    queueName,
 			"key":      key,
@@ -255,7 +255,7 @@ func TestLoggerFromContext(t *testing.T) {
 	runRunner(t, r)
 	child := receive(t, done, "the reconcile")
 	waitFor(t, "the attempt's end", func() bool { return e.q.Stats().InFlight == 0 })
-	_, _, rec := attemptSpans(t, e.sr.Ended(), "a", 1)
+	_, _, rec := e.endedAttempt(t, "a", 1)
 	recs := logs.all()
 	if len(recs) != 2 {
 		t.Fatalf("%d lines, want 2", len(recs))

@@ -259,7 +259,7 @@ func TestRunnerGoexit(t *testing.T) {
 	default:
 	}
 
-	_, _, rec := attemptSpans(t, e.sr.Ended(), "exit", 1)
+	_, _, rec := e.endedAttempt(t, "exit", 1)
 	if st := rec.Status(); !strings.Contains(st.Description, "runtime.Goexit") || strings.Contains(st.Description, "<nil>") {
 		t.Errorf("status of the attempt that called Goexit: %q, want the cause (runtime.Goexit), not a nil panic", st.Description)
 	}
