@@ -42,9 +42,8 @@ func (f LinkSourceFunc[K]) SpanContext(ctx context.Context, key K) (trace.SpanCo
 // the same annotation read by an event handler, or the previous attempt) or
 // that is its parent (WithEnqueuerAsParent) is not linked twice.
 //
-// src's key type must be the scheduler's: Instrument reports a mismatch to
-// otel.Handle and instruments the queue without the link source. A nil src
-// is ignored. NewMetricsProvider ignores this option (it makes no spans).
+// src's key type must be the scheduler's: Instrument refuses a mismatch
+// with an error naming both types. A nil src is ignored. NewMetricsProvider ignores this option (it makes no spans).
 // Without this option an attempt costs nothing more.
 func WithLinkSource[K comparable](src LinkSource[K]) Option {
 	return optionFunc(func(c *config) {
@@ -64,19 +63,15 @@ func checkLinkSource[K comparable](c *config, queue string) error {
 	}
 	if _, ok := c.linkSource.(LinkSource[K]); !ok {
 		var k K
-		return fmt.Errorf("otelqueue: queue %q has keys of type %T but WithLinkSource was given a %T: the queue's attempts get no link from it; pass a LinkSource of the queue's key type", queue, k, c.linkSource)
+		return fmt.Errorf("otelqueue: queue %q has keys of type %T but WithLinkSource was given a %T: pass a LinkSource of the queue's key type", queue, k, c.linkSource)
 	}
 	return nil
 }
 
 // linkSourceFor returns the configured link source for keys of type K: nil
-// when there is none or when its key type is another, which goes to
-// otel.Handle (newObserver, which calls it, returns no error).
-func linkSourceFor[K comparable](c *config, queue string) LinkSource[K] {
-	if err := checkLinkSource[K](c, queue); err != nil {
-		otel.Handle(err)
-		return nil
-	}
+// when there is none. Instrument has refused a source of another key type
+// (checkLinkSource) before it gets here.
+func linkSourceFor[K comparable](c *config) LinkSource[K] {
 	src, _ := c.linkSource.(LinkSource[K])
 	return src
 }

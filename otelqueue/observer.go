@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -43,9 +42,6 @@ type observer[K comparable] struct {
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
 	record        []metric.RecordOption // the queue's attributes, prepared once
-
-	// runner holds the counters of the Runner working this queue, if any.
-	runner atomic.Pointer[runnerCounters]
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -63,7 +59,7 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 	}
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
-		o.linkSource = linkSourceFor[K](c, queue)
+		o.linkSource = linkSourceFor[K](c)
 	}
 	return o
 }
@@ -195,12 +191,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		return
 	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.End(trace.WithTimestamp(ended))
-	}
-	if root, ok := ctx.Value(rootKey{}).(trace.Span); ok {
-		root.End(trace.WithTimestamp(ended))
-	}
+	endAttempt(ctx, ended)
 }
 
 // keyString renders a key for the span attribute.
