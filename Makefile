@@ -58,10 +58,11 @@ fuzz:
 	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
 
 # The recording and alerting rules (example/prometheus/rules.yml): syntax
-# and PromQL checked, then rules_test.yml run against them. promtool comes
-# with Debian's prometheus package (make deps).
+# and PromQL checked (with docker-compose's Prometheus config, which loads
+# them), then rules_test.yml run against them. promtool comes with Debian's
+# prometheus package (make deps).
 rules: deps
-	promtool check rules example/prometheus/rules.yml
+	promtool check config example/prometheus/prometheus.yml
 	cd example/prometheus && promtool test rules rules_test.yml
 
 # The real stack on loopback: Jaeger and a collector built from the Go module
