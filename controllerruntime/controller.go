@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -12,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -26,8 +29,9 @@ import (
 // Use one Controller per controller-runtime controller: a Controller keeps
 // the last queue built by its NewQueue.
 type Controller[request comparable] struct {
-	opts  []otelqueue.Option
-	queue atomic.Pointer[Queue[request]]
+	opts    []otelqueue.Option
+	queue   atomic.Pointer[Queue[request]]
+	workers atomic.Int64 // set by Options; 0 when unknown
 }
 
 // New returns a Controller for a controller of reconcile.Request whose
@@ -47,11 +51,42 @@ func NewTyped[request comparable](opts ...otelqueue.Option) *Controller[request]
 // reconciler. Called again for another controller, it reports the misuse to
 // otel.Handle and the wrapped reconciler follows the new queue.
 func (c *Controller[request]) NewQueue(controllerName string, rl workqueue.TypedRateLimiter[request]) workqueue.TypedRateLimitingInterface[request] {
-	q := newQueue(controllerName, rl, c.opts)
+	opts := c.opts
+	if n := c.workers.Load(); n > 0 {
+		opts = append(slices.Clip(opts), otelqueue.WithWorkers(int(n)))
+	}
+	q := newQueue(controllerName, rl, opts)
 	if old := c.queue.Swap(q); old != nil && old.Name() != controllerName {
 		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: one Controller used for controllers %q and %q: use one Controller per controller", old.Name(), controllerName))
 	}
 	return q
+}
+
+// Options returns o with NewQueue set to c.NewQueue, and tells c the
+// controller's worker count, so that the queue reports it as
+// otelqueue.MetricWorkers (workqueue_workers, equal to controller-runtime's
+// controller_runtime_max_concurrent_reconciles) beside its active workers.
+// The count is the one controller-runtime uses: o.MaxConcurrentReconciles,
+// else the manager's default (config.Controller.MaxConcurrentReconciles,
+// read from mgr when mgr is not nil), else 1. o itself is returned unchanged
+// but for NewQueue, so controller-runtime resolves its defaults as always.
+// The builder's GroupKindConcurrency, which applies only when
+// o.MaxConcurrentReconciles is 0, is not seen: set MaxConcurrentReconciles
+// when you use it.
+//
+//	builder.ControllerManagedBy(mgr).
+//		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4}))
+func (c *Controller[request]) Options(mgr manager.Manager, o controller.TypedOptions[request]) controller.TypedOptions[request] {
+	n := o.MaxConcurrentReconciles
+	if n <= 0 && mgr != nil {
+		n = mgr.GetControllerOptions().MaxConcurrentReconciles
+	}
+	if n <= 0 {
+		n = 1
+	}
+	c.workers.Store(int64(n))
+	o.NewQueue = c.NewQueue
+	return o
 }
 
 // Queue returns the queue last built by NewQueue, or nil before the

@@ -42,6 +42,8 @@ type config struct {
 	controller     string
 	buckets        []float64
 	parentMode     bool
+	workers        int  // WithWorkers
+	workersSet     bool // WithWorkers was given
 }
 
 func newConfig(opts []Option) config {
@@ -80,6 +82,9 @@ func (c *config) validate() error {
 		if i > 0 && b <= c.buckets[i-1] {
 			return fmt.Errorf("otelqueue: bucket boundaries must increase strictly, but %v follows %v", b, c.buckets[i-1])
 		}
+	}
+	if c.workersSet && c.workers < 1 {
+		return fmt.Errorf("otelqueue: WithWorkers needs at least 1 worker, got %d", c.workers)
 	}
 	if len(c.buckets) == 0 {
 		return errors.New("otelqueue: WithExplicitBuckets needs at least one boundary")

@@ -44,6 +44,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	obs := newObserver[K](&c, in, s.Name(), attrs)
 	observe := metric.WithAttributeSet(attrs)
 	depth := newDepthByPriority(attrs)
+	b := bindingOf(s)
 
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		observeDepth(depth, s, o, in.depth)
@@ -55,8 +56,13 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
 		o.ObserveFloat64(in.oldestPending, st.OldestPending.Seconds(), observe)
-		if rc := obs.runner.Load(); rc != nil {
+		workers := int64(c.workers)
+		if rc := b.runner.Load(); rc != nil {
 			rc.observe(o, in, attrs)
+			workers = rc.workers
+		}
+		if workers > 0 {
+			o.ObserveInt64(in.workers, workers, observe)
 		}
 		return nil
 	}, in.observables()...)

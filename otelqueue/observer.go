@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -42,9 +41,6 @@ type observer[K comparable] struct {
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
 	record        []metric.RecordOption // the queue's attributes, prepared once
-
-	// runner holds the counters of the Runner working this queue, if any.
-	runner atomic.Pointer[runnerCounters]
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -44,8 +45,15 @@ type Runner[K comparable] struct {
 
 // RunnerStats are a Runner's numbers.
 type RunnerStats struct {
+	// Workers is the Runner's configured number of workers.
+	Workers int
 	// ActiveWorkers is the number of workers processing a key right now.
 	ActiveWorkers int
+	// Busy is the total time workers have spent processing keys, those in
+	// flight included. Its growth over an interval, divided by the interval
+	// and by Workers, is the workers' utilization (1 when every worker was
+	// busy all the time).
+	Busy time.Duration
 	// Results counts finished reconciles by outcome.
 	Success, Error, Requeue, RequeueAfter, Panic uint64
 }
@@ -53,11 +61,54 @@ type RunnerStats struct {
 // runnerCounters are kept in atomics and read by the observable instruments
 // of the queue's Instrumentation at collection time.
 type runnerCounters struct {
+	workers                                     int64
 	active                                      atomic.Int64
 	success, errors, requeue, requeueAfter, pan atomic.Uint64
 
+	busy busyClock
+
 	attrsOnce sync.Once
 	byResult  [5]metric.ObserveOption
+}
+
+// busyClock adds up the time workers spend processing keys, including the
+// time so far of those in flight, read consistently.
+type busyClock struct {
+	clock clock.PassiveClock
+	base  time.Time
+
+	mu      sync.Mutex
+	done    time.Duration // processing time of the keys finished
+	running int64         // keys in flight
+	starts  time.Duration // sum of their start times, since base
+}
+
+// start records the start of a key's processing and returns its time.
+func (b *busyClock) start() time.Duration {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	b.running++
+	b.starts += now
+	b.mu.Unlock()
+	return now
+}
+
+// end records the end of the processing that started at started.
+func (b *busyClock) end(started time.Duration) {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	b.running--
+	b.starts -= started
+	b.done += now - started
+	b.mu.Unlock()
+}
+
+// total returns the busy time so far.
+func (b *busyClock) total() time.Duration {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done + time.Duration(b.running)*now - b.starts
 }
 
 func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attribute.Set) {
@@ -74,10 +125,12 @@ func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attr
 }
 
 // NewRunner returns a Runner with the given number of workers. If the queue
-// is instrumented (Instrument), the Runner's results and active workers are
-// reported with the queue's metrics. It fails when queue or reconcile is nil
-// or workers is less than 1.
-func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K]) (*Runner[K], error) {
+// is instrumented (Instrument, before or after NewRunner), the Runner's
+// worker count, results and active workers are reported with the queue's
+// metrics; the Runner made last for a queue is the one reported. It fails
+// when queue or reconcile is nil, workers is less than 1 or an option is
+// invalid.
+func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K], opts ...RunnerOption) (*Runner[K], error) {
 	var errs []error
 	if queue == nil {
 		errs = append(errs, errors.New("otelqueue: NewRunner needs a scheduler, got nil"))
@@ -88,13 +141,14 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 	if reconcile == nil {
 		errs = append(errs, errors.New("otelqueue: NewRunner needs a reconcile function, got nil"))
 	}
+	c := newRunnerConfig(opts)
+	errs = append(errs, c.validate())
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	r := &Runner[K]{queue: queue, workers: workers, reconcile: reconcile, counters: new(runnerCounters)}
-	if o, ok := queue.Observer().(*observer[K]); ok {
-		o.runner.Store(r.counters)
-	}
+	counters := &runnerCounters{workers: int64(workers), busy: busyClock{clock: c.clock, base: c.clock.Now()}}
+	r := &Runner[K]{queue: queue, workers: workers, reconcile: reconcile, counters: counters}
+	bindingOf(queue).runner.Store(counters)
 	return r, nil
 }
 
@@ -102,7 +156,9 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 func (r *Runner[K]) Stats() RunnerStats {
 	c := r.counters
 	return RunnerStats{
+		Workers:       r.workers,
 		ActiveWorkers: int(c.active.Load()),
+		Busy:          c.busy.total(),
 		Success:       c.success.Load(),
 		Error:         c.errors.Load(),
 		Requeue:       c.requeue.Load(),
@@ -144,12 +200,14 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	ctx := it.Context()
 	c := r.counters
 	c.active.Add(1)
+	started := c.busy.start()
 	var (
 		res      Result
 		err      error
 		panicked = true
 	)
 	defer func() {
+		c.busy.end(started)
 		outcome := ResultSuccess
 		if panicked {
 			p := recover()
