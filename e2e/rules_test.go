@@ -129,8 +129,8 @@ func (p *Prometheus) rules(ctx context.Context) (map[string][]ruleState, error) 
 	return out, nil
 }
 
-// one returns the value of a query that must select exactly one series.
-func one(ctx context.Context, p *Prometheus, query string) (float64, error) {
+// queryOne returns the value of a query that must select exactly one series.
+func queryOne(ctx context.Context, p *Prometheus, query string) (float64, error) {
 	s, err := p.Query(ctx, query)
 	if err != nil {
 		return 0, err
@@ -170,7 +170,7 @@ func TestRules(t *testing.T) {
 				return err
 			}
 			if len(s) == 0 {
-				u, _ := one(ctx, fast, "queue:workqueue_utilization:ratio_rate5m"+sel(congested))
+				u, _ := queryOne(ctx, fast, "queue:workqueue_utilization:ratio_rate5m"+sel(congested))
 				return fmt.Errorf("WorkqueueSaturated is not firing for %s (utilization %.3f)", congested, u)
 			}
 			return nil
@@ -178,16 +178,16 @@ func TestRules(t *testing.T) {
 		t.Logf("WorkqueueSaturated firing for the congested app %s after it started", time.Since(start).Round(time.Second))
 		var rec, workers, util, arrivals float64
 		Eventually(t, 30*time.Second, time.Second, func() (err error) {
-			if rec, err = one(ctx, fast, "queue:workqueue_recommended_workers:littles_law"+sel(congested)); err != nil {
+			if rec, err = queryOne(ctx, fast, "queue:workqueue_recommended_workers:littles_law"+sel(congested)); err != nil {
 				return err
 			}
-			if workers, err = one(ctx, fast, "queue:workqueue_workers:sum"+sel(congested)); err != nil {
+			if workers, err = queryOne(ctx, fast, "queue:workqueue_workers:sum"+sel(congested)); err != nil {
 				return err
 			}
-			if util, err = one(ctx, fast, "queue:workqueue_utilization:ratio_rate5m"+sel(congested)); err != nil {
+			if util, err = queryOne(ctx, fast, "queue:workqueue_utilization:ratio_rate5m"+sel(congested)); err != nil {
 				return err
 			}
-			arrivals, err = one(ctx, fast, "queue:workqueue_arrivals:rate5m"+sel(congested))
+			arrivals, err = queryOne(ctx, fast, "queue:workqueue_arrivals:rate5m"+sel(congested))
 			return err
 		})
 		t.Logf("congested: configured %v workers, utilization %.3f, arrivals %.1f/s, recommended %v workers", workers, util, arrivals, rec)
@@ -206,13 +206,13 @@ func TestRules(t *testing.T) {
 		window := fmt.Sprintf("[%ds]", int(time.Since(start).Seconds())+1)
 		var util, rec, workers float64
 		Eventually(t, 30*time.Second, time.Second, func() (err error) {
-			if util, err = one(ctx, fast, "max_over_time(queue:workqueue_utilization:ratio_rate5m"+sel(idle)+window+")"); err != nil {
+			if util, err = queryOne(ctx, fast, "max_over_time(queue:workqueue_utilization:ratio_rate5m"+sel(idle)+window+")"); err != nil {
 				return err
 			}
-			if rec, err = one(ctx, fast, "max_over_time(queue:workqueue_recommended_workers:littles_law"+sel(idle)+window+")"); err != nil {
+			if rec, err = queryOne(ctx, fast, "max_over_time(queue:workqueue_recommended_workers:littles_law"+sel(idle)+window+")"); err != nil {
 				return err
 			}
-			workers, err = one(ctx, fast, "queue:workqueue_workers:sum"+sel(idle))
+			workers, err = queryOne(ctx, fast, "queue:workqueue_workers:sum"+sel(idle))
 			return err
 		})
 		s, err := fast.Query(ctx, fmt.Sprintf(`count_over_time(ALERTS{alertname="WorkqueueSaturated",job=%q}%s)`, idle, window))
@@ -252,7 +252,7 @@ func TestRules(t *testing.T) {
 			// Its 5m windows hold only a minute of data yet, but every
 			// recording rule has a series for the congested app.
 			for _, r := range groups["otelqueue.recording"] {
-				if _, err := one(ctx, stack.PrometheusAPI, r.Name+sel(congested)); err != nil {
+				if _, err := queryOne(ctx, stack.PrometheusAPI, r.Name+sel(congested)); err != nil {
 					return err
 				}
 			}
