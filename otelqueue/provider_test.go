@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -25,7 +26,7 @@ type providerEnv struct {
 
 func newProviderEnv(t testing.TB, opts ...otelqueue.Option) *providerEnv {
 	t.Helper()
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	e := &providerEnv{clock: testingclock.NewFakeClock(t0), reader: sdkmetric.NewManualReader()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -44,17 +45,13 @@ func (e *providerEnv) queue(t testing.TB, name string) workqueue.TypedRateLimiti
 	// The delaying queue's heartbeat ticker and the updateUnfinishedWork
 	// loop's ticker, which a goroutine creates: a step before it exists
 	// would not move the loop.
-	waitFor(t, "client-go's tickers", func() bool { return e.clock.Waiters() >= w+2 })
+	testutil.WaitFor(t, "client-go's tickers", func() bool { return e.clock.Waiters() >= w+2 })
 	return q
 }
 
 func (e *providerEnv) collect(t testing.TB) metricdata.ResourceMetrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := e.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	return rm
+	return testutil.Collect(t, e.reader)
 }
 
 // gaugeValue returns the value of a float64 gauge's data point with attrs.
@@ -108,7 +105,7 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	// given values, after a fake clock step.
 	unfinished := func(total, longest float64) {
 		t.Helper()
-		waitFor(t, "client-go's updateUnfinishedWork", func() bool {
+		testutil.WaitFor(t, "client-go's updateUnfinishedWork", func() bool {
 			rm := e.collect(t)
 			return gaugeValue(t, rm, otelqueue.MetricUnfinishedWork, x) == total &&
 				gaugeValue(t, rm, otelqueue.MetricLongestRunning, x) == longest
@@ -139,9 +136,9 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	q.AddRateLimited("a") // retry: 1s backoff, ready at t=4s
 	q.Done("a")           // worked 1s
 	// client-go's waiting loop sets a timer for a's backoff; step only then.
-	waitFor(t, "client-go's delay timer", func() bool { return e.clock.Waiters() == waiters+1 })
+	testutil.WaitFor(t, "client-go's delay timer", func() bool { return e.clock.Waiters() == waiters+1 })
 	e.clock.Step(time.Second) // t=4s: a comes back
-	waitFor(t, "a's return", func() bool { return q.Len() == 2 })
+	testutil.WaitFor(t, "a's return", func() bool { return q.Len() == 2 })
 	e.clock.Step(500 * time.Millisecond) // t=4.5s
 	if k, _ := q.Get(); k != "b" {
 		t.Fatalf("Get = %q", k)
@@ -195,7 +192,7 @@ func TestMetricsProviderQueues(t *testing.T) {
 // cannot use are reported to otel.Handle and replaced by DefaultBuckets.
 func TestMetricsProviderBadBuckets(t *testing.T) {
 	e := newProviderEnv(t, otelqueue.WithExplicitBuckets(2, 1))
-	errs := otelErrors.take()
+	errs := testutil.TakeOTelErrors()
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "must increase strictly") {
 		t.Errorf("otel.Handle got %v, want the bucket error", errs)
 	}

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestStats(t *testing.T) {
@@ -60,13 +62,13 @@ func TestStatsPublishedByTheDelayLoop(t *testing.T) {
 	waitTimer(t, fc)
 	fc.Step(time.Second)
 	// Nothing but the delay loop moves a to the ready queue here.
-	waitFor(t, "Stats to show a ready", func() bool {
+	testutil.WaitFor(t, "Stats to show a ready", func() bool {
 		st := s.Stats()
 		return st.Depth == 1 && st.Delayed == 1
 	})
 	waitTimer(t, fc)
 	fc.Step(time.Second)
-	waitFor(t, "Stats to show b ready", func() bool {
+	testutil.WaitFor(t, "Stats to show b ready", func() bool {
 		st := s.Stats()
 		return st.Depth == 2 && st.Delayed == 0
 	})
