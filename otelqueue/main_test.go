@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -36,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // t0 is the fake clock's start in every test.
-var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+var t0 = testutil.T0
 
 // queueName is the name of the scheduler of every test.
 const queueName = "orders"
@@ -62,7 +61,7 @@ type env struct {
 
 type envConfig struct {
 	// sched is the scheduler's Config; Name defaults to queueName, Clock to
-	// the env's fake clock, RateLimiter to expLimiter(time.Second, time.Minute).
+	// the env's fake clock, RateLimiter to testutil.ExpLimiter(time.Second, time.Minute).
 	sched scheduler.Config[string]
 	// sampler of the TracerProvider; sdktrace.AlwaysSample by default.
 	sampler sdktrace.Sampler
@@ -104,7 +103,7 @@ func newEnv(t testing.TB, c envConfig) *env {
 		cfg.Clock = e.clock
 	}
 	if cfg.RateLimiter == nil {
-		cfg.RateLimiter = expLimiter(time.Second, time.Minute)
+		cfg.RateLimiter = testutil.ExpLimiter(time.Second, time.Minute)
 	}
 	e.q = scheduler.New(cfg)
 	t.Cleanup(e.q.ShutDown)
@@ -116,12 +115,6 @@ func newEnv(t testing.TB, c envConfig) *env {
 	t.Cleanup(func() { _ = inst.Stop() })
 	e.inst = inst
 	return e
-}
-
-// expLimiter is a rate limiter whose delays depend on nothing but the
-// failure count: base, 2×base, 4×base, ... up to max.
-func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
 }
 
 // step advances the fake clock and then promotes the keys whose delay ended
@@ -302,18 +295,9 @@ func (e *env) enqueuer(t testing.TB, name string) (context.Context, trace.SpanCo
 	return ctx, span.SpanContext()
 }
 
-// remoteCtx returns a context carrying a remote span context with the given
-// sampled flag and a trace id derived from n.
+// remoteCtx returns a context carrying testutil.RemoteSpanContext(n, sampled).
 func remoteCtx(n byte, sampled bool) (context.Context, trace.SpanContext) {
-	cfg := trace.SpanContextConfig{
-		TraceID: trace.TraceID{0xaa, n},
-		SpanID:  trace.SpanID{0xbb, n},
-		Remote:  true,
-	}
-	if sampled {
-		cfg.TraceFlags = trace.FlagsSampled
-	}
-	sc := trace.NewSpanContext(cfg)
+	sc := testutil.RemoteSpanContext(n, sampled)
 	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
 }
 

@@ -39,7 +39,7 @@ func newProviderEnv(t testing.TB, opts ...otelqueue.Option) *providerEnv {
 func (e *providerEnv) queue(t testing.TB, name string) workqueue.TypedRateLimitingInterface[string] {
 	t.Helper()
 	w := e.clock.Waiters()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(expLimiter(time.Second, time.Minute),
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(testutil.ExpLimiter(time.Second, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: e.p, Clock: e.clock})
 	t.Cleanup(q.ShutDown)
 	// The delaying queue's heartbeat ticker and the updateUnfinishedWork
@@ -61,13 +61,7 @@ func gaugeValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs 
 	if !ok {
 		t.Fatalf("%s is not a float64 gauge", name)
 	}
-	for _, dp := range g.DataPoints {
-		if dp.Attributes.Equals(&attrs) {
-			return dp.Value
-		}
-	}
-	t.Fatalf("%s has no data point %v", name, attrs.Encoded(attribute.DefaultEncoder()))
-	return 0
+	return pointValue(t, name, g.DataPoints, attrs)
 }
 
 // intValue returns the value of an int64 sum's data point with attrs.
@@ -77,7 +71,14 @@ func intValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs at
 	if !ok {
 		t.Fatalf("%s is not an int64 sum", name)
 	}
-	for _, dp := range s.DataPoints {
+	return pointValue(t, name, s.DataPoints, attrs)
+}
+
+// pointValue returns the value of the data point with attrs among points of
+// the metric called name.
+func pointValue[N int64 | float64](t testing.TB, name string, points []metricdata.DataPoint[N], attrs attribute.Set) N {
+	t.Helper()
+	for _, dp := range points {
 		if dp.Attributes.Equals(&attrs) {
 			return dp.Value
 		}

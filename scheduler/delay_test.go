@@ -168,7 +168,7 @@ func TestAddAfterEarliestWins(t *testing.T) {
 		}, readyAt: sec(7), reason: WaitHeld, single: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 			if tc.processing {
 				s.Add("a")
 				mustGetKey(t, s, "a")

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -19,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // t0 is the fake clock's start in every test.
-var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+var t0 = testutil.T0
 
 // newFake returns a scheduler of string keys on a fake clock starting at t0.
 // The test shuts it down when it ends.
@@ -34,12 +33,6 @@ func newFake(t testing.TB, cfg Config[string]) (*Scheduler[string], *testingcloc
 
 // named is the Config of a timed queue (one that reads the clock).
 func named() Config[string] { return Config[string]{Name: "test"} }
-
-// expLimiter is a rate limiter whose delays depend on nothing but the
-// failure count: base, 2×base, 4×base, ... up to max.
-func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
-}
 
 // waitTimer waits until the delay loop has set its timer on the fake clock,
 // so that a following Step fires it.

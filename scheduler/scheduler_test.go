@@ -344,7 +344,7 @@ func TestItemReason(t *testing.T) {
 		want: Item[string]{Key: "a", EnqueuedAt: t0, ReadyAt: sec(2), DequeuedAt: sec(3), Reason: WaitDelayed},
 	}, {
 		name: "rate limited",
-		cfg:  Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)},
+		cfg:  Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)},
 		run: func(t *testing.T, s *Scheduler[string], step func(time.Duration)) Item[string] {
 			s.AddRateLimited("a")
 			step(time.Second)

@@ -10,7 +10,7 @@ import (
 )
 
 func TestShutDownIgnoresAdds(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.ShutDown()
 	if !s.ShuttingDown() {
 		t.Fatal("ShuttingDown = false after ShutDown")
@@ -64,7 +64,7 @@ func TestShutDownHandsOutReadyKeys(t *testing.T) {
 }
 
 func TestShutDownDropsDelayedKeys(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", Debounce: time.Second, RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", Debounce: time.Second, RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.AddAfter("a", time.Second)
 	s.AddRateLimited("b")
 	s.Add("c") // debounced
@@ -219,7 +219,7 @@ func TestShutDownReleasesDrain(t *testing.T) {
 }
 
 func TestShutDownWithKeysEverywhere(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.Add("inflight")        // in flight, nothing pending
 	s.Add("held")            // in flight, added again at once
 	s.Add("held-delayed")    // in flight, added again with a delay

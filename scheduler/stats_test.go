@@ -8,7 +8,7 @@ import (
 )
 
 func TestStats(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
 
 	for i, step := range []struct {

@@ -142,3 +142,16 @@ func TestOTelErrors(t *testing.T) {
 	})
 	wantFailure(t, got, "otel.Handle got [untaken]")
 }
+
+func TestRemoteSpanContext(t *testing.T) {
+	a, b := RemoteSpanContext(1, true), RemoteSpanContext(2, false)
+	if !a.IsValid() || !a.IsRemote() || !a.IsSampled() {
+		t.Errorf("RemoteSpanContext(1, true) = %v, want valid, remote, sampled", a)
+	}
+	if !b.IsValid() || !b.IsRemote() || b.IsSampled() {
+		t.Errorf("RemoteSpanContext(2, false) = %v, want valid, remote, not sampled", b)
+	}
+	if a.TraceID() == b.TraceID() || a.SpanID() == b.SpanID() {
+		t.Errorf("RemoteSpanContext(1) and (2) share ids: %v, %v", a, b)
+	}
+}
