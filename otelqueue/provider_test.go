@@ -57,21 +57,25 @@ func (e *providerEnv) collect(t testing.TB) metricdata.ResourceMetrics {
 // gaugeValue returns the value of a float64 gauge's data point with attrs.
 func gaugeValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs attribute.Set) float64 {
 	t.Helper()
-	g, ok := findMetric(t, rm, name).Data.(metricdata.Gauge[float64])
-	if !ok {
-		t.Fatalf("%s is not a float64 gauge", name)
-	}
-	return pointValue(t, name, g.DataPoints, attrs)
+	return pointValue(t, name, metricData[metricdata.Gauge[float64]](t, rm, name).DataPoints, attrs)
 }
 
 // intValue returns the value of an int64 sum's data point with attrs.
 func intValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs attribute.Set) int64 {
 	t.Helper()
-	s, ok := findMetric(t, rm, name).Data.(metricdata.Sum[int64])
+	return pointValue(t, name, metricData[metricdata.Sum[int64]](t, rm, name).DataPoints, attrs)
+}
+
+// metricData returns the data of the otelqueue metric called name, failing
+// the test unless it is a D.
+func metricData[D metricdata.Aggregation](t testing.TB, rm metricdata.ResourceMetrics, name string) D {
+	t.Helper()
+	m := findMetric(t, rm, name)
+	d, ok := m.Data.(D)
 	if !ok {
-		t.Fatalf("%s is not an int64 sum", name)
+		t.Fatalf("%s is a %T, want a %T", name, m.Data, d)
 	}
-	return pointValue(t, name, s.DataPoints, attrs)
+	return d
 }
 
 // pointValue returns the value of the data point with attrs among points of

@@ -55,15 +55,7 @@ func TestOriginAndLinks(t *testing.T) {
 			s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 			tc.adds(s)
 			it := mustGetKey(t, s, "a")
-			if !it.Origin.Equal(tc.origin) {
-				t.Errorf("Origin = %v, want %v", it.Origin, tc.origin)
-			}
-			if !sameSpans(it.Links, tc.links) {
-				t.Errorf("Links = %v, want %v", it.Links, tc.links)
-			}
-			if it.DroppedLinks != tc.dropped {
-				t.Errorf("DroppedLinks = %d, want %d", it.DroppedLinks, tc.dropped)
-			}
+			checkSpans(t, it, Item[string]{Origin: tc.origin, Links: tc.links, DroppedLinks: tc.dropped})
 			s.Done("a")
 		})
 	}

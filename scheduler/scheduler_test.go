@@ -301,6 +301,15 @@ func checkItem(t testing.TB, got, want Item[string]) {
 	if got.Coalesced != want.Coalesced {
 		t.Errorf("Coalesced = %d, want %d", got.Coalesced, want.Coalesced)
 	}
+	checkSpans(t, got, want)
+	if !got.PreviousAttempt.Equal(want.PreviousAttempt) {
+		t.Errorf("PreviousAttempt = %v, want %v", got.PreviousAttempt, want.PreviousAttempt)
+	}
+}
+
+// checkSpans compares the Origin, Links and DroppedLinks of an Item.
+func checkSpans(t testing.TB, got, want Item[string]) {
+	t.Helper()
 	if !got.Origin.Equal(want.Origin) {
 		t.Errorf("Origin = %v, want %v", got.Origin, want.Origin)
 	}
@@ -309,9 +318,6 @@ func checkItem(t testing.TB, got, want Item[string]) {
 	}
 	if got.DroppedLinks != want.DroppedLinks {
 		t.Errorf("DroppedLinks = %d, want %d", got.DroppedLinks, want.DroppedLinks)
-	}
-	if !got.PreviousAttempt.Equal(want.PreviousAttempt) {
-		t.Errorf("PreviousAttempt = %v, want %v", got.PreviousAttempt, want.PreviousAttempt)
 	}
 }
 
