@@ -47,11 +47,11 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if c.metricsAddr != "127.0.0.1:9464" || !c.generate || c.workers != 2 {
+	if c.MetricsAddr != "127.0.0.1:9464" || !c.Generate || c.Workers != 2 {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-kubeconfig", "/nonexistent"})
-	if err != nil || c.generate {
+	if err != nil || c.Generate {
 		t.Errorf("-kubeconfig must turn the workload off unless -generate is given: %+v, %v", c, err)
 	}
 }
