@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
@@ -61,7 +62,7 @@ func runManager(ctx context.Context, cfg config) error {
 	if cfg.Generate {
 		// Before the controller starts: these are its initial list.
 		if err := w.Seed(ctx); err != nil {
-			return err
+			return examplecluster.StopError(ctx, err)
 		}
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(cfg.Namespace))
@@ -111,7 +112,11 @@ func runManager(ctx context.Context, cfg config) error {
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
 	log.Printf("controller %q watching ConfigMaps in %s of the %s with %d workers", controllerName, cfg.Namespace, cluster.Where, cfg.Workers)
-	return mgr.Start(ctx)
+	err = mgr.Start(ctx)
+	if n := rec.interrupted.Load(); n > 0 {
+		log.Printf("%d reconciles interrupted by the stop: returned for later, not counted as errors", n)
+	}
+	return err
 }
 
 // dataChanged passes creates, deletes, resyncs and updates that change the
@@ -132,10 +137,23 @@ type reconciler struct {
 	latency time.Duration
 	tracer  trace.Tracer
 	busy    examplecluster.Busy // time in Reconcile, for the utilization
+
+	interrupted atomic.Int64 // reconciles whose ctx ended: see Reconcile
 }
 
+// Reconcile records the data version of the ConfigMap. A reconcile that the
+// stop interrupts (its ctx ends) is no error: it returns the key for later
+// without one, so that controller-runtime logs no "Reconciler error" and
+// counts no error for it; the stopping queue drops the key, and the next
+// start lists the object again. Returned as an error, each such
+// cancellation would count in controller_runtime_reconcile_total{result="error"}
+// and log a line, and controller-runtime's workers hand out keys with the
+// cancelled ctx until the queue is shut down (TestStop...).
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	defer r.busy.Since(time.Now())
+	if ctx.Err() != nil {
+		return r.interrupt()
+	}
 	cm, err := r.lister.ConfigMaps(req.Namespace).Get(req.Name)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
@@ -149,8 +167,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case <-ctx.Done():
 	}
 	span.End()
-	if err := ctx.Err(); err != nil {
-		return reconcile.Result{}, err
+	if ctx.Err() != nil {
+		return r.interrupt()
 	}
 	if cm.Annotations[observedAnnotation] == cm.Data[versionKey] {
 		return reconcile.Result{}, nil
@@ -161,5 +179,15 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	cm.Annotations[observedAnnotation] = cm.Data[versionKey]
 	_, err = r.client.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{})
+	if err != nil && ctx.Err() != nil {
+		return r.interrupt() // e.g. waiting for the client's rate limiter
+	}
 	return reconcile.Result{}, client.IgnoreNotFound(err) // a conflict is retried
+}
+
+// interrupt counts a reconcile cut short by the stop and asks for the key
+// again, without an error.
+func (r *reconciler) interrupt() (reconcile.Result, error) {
+	r.interrupted.Add(1)
+	return reconcile.Result{RequeueAfter: time.Second}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -49,6 +50,8 @@ type controller struct {
 	tp     *otelqueue.TraceparentReader
 	busy   examplecluster.Busy // time in reconcile, for the utilization
 
+	interrupted atomic.Int64 // reconciles cut short by the stop
+
 	mu  sync.Mutex
 	rng *rand.Rand
 }
@@ -72,7 +75,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		w = &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects,
 			Churn: cfg.Churn, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer}
 		if err := w.Seed(ctx); err != nil {
-			return err
+			return examplecluster.StopError(ctx, err)
 		}
 	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
@@ -137,8 +140,8 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	wg.Wait()
 	stopCluster()
 	st, rs := queue.Stats(), runner.Stats()
-	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics), %d keys left pending",
-		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, st.Depth+st.Delayed+st.Held)
+	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics, %d interrupted by the stop), %d keys left pending",
+		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
 	return err
 }
 
@@ -192,7 +195,7 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	case <-time.After(latency):
 	case <-ctx.Done():
 		work.End()
-		return otelqueue.Result{}, ctx.Err()
+		return c.interrupt()
 	}
 	work.End()
 	if fail {
@@ -209,9 +212,22 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	}
 	upd.Annotations[observedAnnotation] = version
 	if _, err := c.client.CoreV1().ConfigMaps(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if ctx.Err() != nil {
+			return c.interrupt() // e.g. waiting for the client's rate limiter
+		}
 		return otelqueue.Result{}, fmt.Errorf("recording the observed version of %s: %w", key, err)
 	}
 	return otelqueue.Result{}, nil
+}
+
+// interrupt counts a reconcile cut short by the stop (its ctx ended) and
+// returns its key for later without an error: the stopping queue drops it
+// and the next start lists the object again. Returned as an error, it would
+// count in workqueue.reconcile.results{result="error"}, as
+// controller-runtime counts it in controller_runtime_reconcile_total.
+func (c *controller) interrupt() (otelqueue.Result, error) {
+	c.interrupted.Add(1)
+	return otelqueue.Result{RequeueAfter: time.Second}, nil
 }
 
 // draw picks a reconcile latency (log-normal around -latency) and whether

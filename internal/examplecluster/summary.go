@@ -89,7 +89,9 @@ func (w Window) MeanWork() time.Duration {
 // TargetUtilization (Little's law): ceil(arrivals/s × mean work time / 0.7),
 // at least 1.
 func RecommendedWorkers(arrivalsPerSecond float64, meanWork time.Duration) int {
-	n := math.Ceil(arrivalsPerSecond * meanWork.Seconds() / TargetUtilization)
+	// The epsilon keeps an exact quotient (7/s × 100 ms / 0.7 = 1) from
+	// rounding up on a floating-point residue.
+	n := math.Ceil(arrivalsPerSecond*meanWork.Seconds()/TargetUtilization - 1e-9)
 	if math.IsNaN(n) || n < 1 {
 		return 1
 	}

@@ -97,6 +97,17 @@ func (w *Workload) Seed(ctx context.Context) error {
 	return nil
 }
 
+// StopError is what an example returns for err, an error of Seed: nil,
+// after saying so in the log, when ctx ended (a signal or -duration is a
+// clean stop, even while seeding), err otherwise.
+func StopError(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		log.Printf("stopped: %v", err)
+		return nil
+	}
+	return err
+}
+
 // Run writes at the requested rate until ctx is done. When the writes take
 // longer than the rate allows (a client limit, a slow API server), Run falls
 // behind: it drops no requested write, so Stats shows the gap.
