@@ -12,8 +12,8 @@ func TestRecommendedWorkers(t *testing.T) {
 		work     time.Duration
 		want     int
 	}{
-		{40, 50 * time.Millisecond, 3},  // 2 busy workers' worth / 0.7 = 2.86
-		{7, 100 * time.Millisecond, 1},  // exactly 0.7 of one worker
+		{40, 50 * time.Millisecond, 3}, // 2 busy workers' worth / 0.7 = 2.86
+		{7, 100 * time.Millisecond, 1}, // exactly 0.7 of one worker
 		{7.01, 100 * time.Millisecond, 2},
 		{100, 20 * time.Millisecond, 3},
 		{1000, time.Second, 1429},
