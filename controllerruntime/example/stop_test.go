@@ -1,52 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"log"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/otelqueue/otelqueue/internal/exampletest"
 )
-
-// syncBuffer collects the standard logger's output for a test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// captureLog sends the standard logger (and so the example's logr sink) to
-// a buffer for the rest of the test.
-func captureLog(t *testing.T) *syncBuffer {
-	t.Helper()
-	var b syncBuffer
-	prev, flags := log.Writer(), log.Flags()
-	log.SetOutput(&b)
-	t.Cleanup(func() { log.SetOutput(prev); log.SetFlags(flags) })
-	return &b
-}
 
 // stopWhileBusy runs the example with every worker in a long reconcile and
 // keys pending, stops it, and returns its log.
 func stopWhileBusy(t *testing.T, controllerRuntimeQueue bool) string {
-	out := captureLog(t)
+	out := exampletest.CaptureLog(t)
 	cfg, err := parseFlags([]string{"-metrics-addr", "", "-objects", "60", "-churn", "50", "-workers", "4", "-latency", "300ms", "-summary-interval", "0"})
 	if err != nil {
 		t.Fatal(err)

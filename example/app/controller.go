@@ -72,8 +72,13 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	var w *examplecluster.Workload
 	if cfg.Generate {
 		// Before the informers start: the objects are their initial list.
+		// Created as already reconciled, as a restarted controller finds most
+		// objects: the initial list costs no simulated work, so that the
+		// depth shows the congestion the churn makes, not a backlog of
+		// -objects.
 		w = &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects,
-			Churn: cfg.Churn, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer}
+			Churn: cfg.Churn, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer,
+			Annotations: map[string]string{observedAnnotation: "0"}}
 		if err := w.Seed(ctx); err != nil {
 			return examplecluster.StopError(ctx, err)
 		}
@@ -188,6 +193,10 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	if err != nil {
 		return otelqueue.Result{}, err
 	}
+	version := cm.Data[versionKey]
+	if cm.Annotations[observedAnnotation] == version {
+		return otelqueue.Result{}, nil // up to date (the initial list of a restart): nothing to do
+	}
 
 	latency, fail := c.draw()
 	_, work := tracer.Start(ctx, "simulated work", trace.WithAttributes(attribute.Int64("work.latency_us", latency.Microseconds())))
@@ -202,10 +211,6 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 		return otelqueue.Result{}, errSimulated
 	}
 
-	version := cm.Data[versionKey]
-	if cm.Annotations[observedAnnotation] == version {
-		return otelqueue.Result{}, nil
-	}
 	upd := cm.DeepCopy()
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}

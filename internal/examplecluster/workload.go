@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -41,6 +42,9 @@ type Workload struct {
 	// Tracer makes the "workload update" spans; nil means the global
 	// provider's tracer at the time of Run.
 	Tracer trace.Tracer
+	// Annotations are set on the objects Seed creates (with data version
+	// "0").
+	Annotations map[string]string
 
 	start   atomic.Pointer[time.Time]
 	done    atomic.Uint64
@@ -74,7 +78,7 @@ func (w *Workload) Seed(ctx context.Context) error {
 			return fmt.Errorf("seeding stopped after %d of %d ConfigMaps: %w", i, w.Objects, err)
 		}
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: Name(i), Namespace: w.Namespace},
+			ObjectMeta: metav1.ObjectMeta{Name: Name(i), Namespace: w.Namespace, Annotations: maps.Clone(w.Annotations)},
 			Data:       map[string]string{VersionKey: "0"},
 		}
 		var err error

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelqueue/otelqueue/internal/exampletest"
 )
 
 func TestWorkloadSchedule(t *testing.T) {
@@ -27,41 +29,41 @@ func TestWorkloadSchedule(t *testing.T) {
 	}
 }
 
-// TestSeedStopsAtOnce cancels Seed as soon as the first object is stored:
-// it must return ctx's error with the rest never created (on main, seeding
-// ignored its ctx and SIGTERM with it).
+// cancelAfter is a context that is cancelled from the (limit+1)-th call of
+// Err on: a stop at a known point of a loop that checks its context.
+type cancelAfter struct {
+	context.Context
+	calls atomic.Int64
+	limit int64
+}
+
+func (c *cancelAfter) Err() error {
+	if c.calls.Add(1) > c.limit {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestSeedStopsAtOnce stops Seed after 10 of 100,000 objects: it returns
+// the context's error with no further object created (on main, seeding
+// ignored its context, and SIGTERM with it).
 func TestSeedStopsAtOnce(t *testing.T) {
 	c, err := Connect(context.Background(), Flags{KubeQPS: DefaultKubeQPS, KubeBurst: DefaultKubeBurst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	watch, err := c.fake.Tracker().Watch(gvr, "ns")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		for range watch.ResultChan() {
-			cancel() // keep draining: the fake watcher panics when 100 events wait
-		}
-	}()
-	const n = 100000
-	w := &Workload{Cluster: c, Namespace: "ns", Objects: n}
+	ctx := &cancelAfter{Context: context.Background(), limit: 10}
+	w := &Workload{Cluster: c, Namespace: "ns", Objects: 100000}
 	err = w.Seed(ctx)
-	watch.Stop()
-	<-drained
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("Seed cancelled after its first object: %v, want context.Canceled", err)
+		t.Fatalf("Seed stopped after 10 objects: %v, want context.Canceled", err)
 	}
 	list, err := c.Client.CoreV1().ConfigMaps("ns").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Items) == n {
-		t.Errorf("all %d objects were created after the cancel", n)
+	if len(list.Items) != 10 {
+		t.Errorf("%d objects created, want the 10 before the stop", len(list.Items))
 	}
 	if err := StopError(ctx, err); err != nil {
 		t.Errorf("a stop while seeding is a clean stop: %v", err)
@@ -98,7 +100,7 @@ func TestSeedManyObjects(t *testing.T) {
 // lines at the end of every -duration run on a real cluster), and the
 // shortfall shows in Stats.
 func TestRunEndsQuietlyAtTheDeadline(t *testing.T) {
-	out := captureLog(t)
+	out := exampletest.CaptureLog(t)
 	kubeconfig, requests := apiServer(t)
 	c, err := Connect(context.Background(), Flags{Kubeconfig: kubeconfig, KubeQPS: 5, KubeBurst: 1})
 	if err != nil {
