@@ -150,7 +150,7 @@ type reconciler struct {
 // and log a line, and controller-runtime's workers hand out keys with the
 // cancelled ctx until the queue is shut down (TestStop...).
 func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	defer r.busy.Since(time.Now())
+	defer r.busy.Start()()
 	if ctx.Err() != nil {
 		return r.interrupt()
 	}

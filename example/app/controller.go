@@ -99,7 +99,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	}
 
 	runner, err := otelqueue.NewRunner(queue, cfg.Workers, func(ctx context.Context, key string) (otelqueue.Result, error) {
-		defer c.busy.Since(time.Now())
+		defer c.busy.Start()()
 		return c.reconcile(ctx, key)
 	})
 	if err != nil {

@@ -20,7 +20,7 @@ type Limiter struct {
 	qps   float64
 	burst int
 
-	waited    atomic.Int64 // nanoseconds, summed over requests
+	waits     Busy // time in Wait and Accept, those waiting now included
 	throttled atomic.Uint64
 }
 
@@ -31,22 +31,19 @@ func NewLimiter(qps float64, burst int) *Limiter {
 
 // Wait takes a token, waiting for one until ctx is done.
 func (l *Limiter) Wait(ctx context.Context) error {
-	start := time.Now()
-	err := l.RateLimiter.Wait(ctx)
-	l.record(time.Since(start))
-	return err
+	defer l.record(time.Now(), l.waits.Start())
+	return l.RateLimiter.Wait(ctx)
 }
 
 // Accept takes a token, waiting for one as long as it takes.
 func (l *Limiter) Accept() {
-	start := time.Now()
+	defer l.record(time.Now(), l.waits.Start())
 	l.RateLimiter.Accept()
-	l.record(time.Since(start))
 }
 
-func (l *Limiter) record(d time.Duration) {
-	if d >= throttledAfter {
-		l.waited.Add(int64(d))
+func (l *Limiter) record(start time.Time, end func()) {
+	end()
+	if time.Since(start) >= throttledAfter {
 		l.throttled.Add(1)
 	}
 }
@@ -54,7 +51,8 @@ func (l *Limiter) record(d time.Duration) {
 // LimiterStats are a Limiter's counts since it was made.
 type LimiterStats struct {
 	// Waited is the time requests spent waiting for a token, summed over
-	// requests (several waiting at once count several times).
+	// requests (several waiting at once count several times), those
+	// waiting now included.
 	Waited time.Duration
 	// Throttled is the number of requests that had to wait.
 	Throttled uint64
@@ -62,7 +60,8 @@ type LimiterStats struct {
 
 // Stats returns the Limiter's counts.
 func (l *Limiter) Stats() LimiterStats {
-	return LimiterStats{Waited: time.Duration(l.waited.Load()), Throttled: l.throttled.Load()}
+	waited, _ := l.waits.Load(time.Now())
+	return LimiterStats{Waited: waited, Throttled: l.throttled.Load()}
 }
 
 // Limits returns the flags' values the Limiter was made from.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -23,22 +23,47 @@ const (
 	behindBelow = 0.9
 )
 
-// Busy measures the time workers spend reconciling, for the utilization:
-// the Runner and controller-runtime do not expose it.
+// Busy measures the time spent in something, e.g. the workers' time in
+// reconciles for the utilization (neither the Runner nor controller-runtime
+// exposes it): the calls finished and, up to the moment of reading, those
+// still running, so that an interval's busy time never exceeds workers ×
+// interval.
 type Busy struct {
-	ns, n atomic.Int64
+	mu       sync.Mutex
+	finished time.Duration
+	n        uint64
+	running  int64
+	startSum time.Duration // sum of the running reconciles' starts, since epoch
 }
 
-// Since records one reconcile that started at start; call it when the
-// reconcile returns (defer b.Since(time.Now())).
-func (b *Busy) Since(start time.Time) {
-	b.ns.Add(int64(time.Since(start)))
-	b.n.Add(1)
+// epoch is the origin of Busy's monotonic times.
+var epoch = time.Now()
+
+// Start records the start of a reconcile; call the function it returns
+// when the reconcile returns: defer b.Start()().
+func (b *Busy) Start() (end func()) {
+	start := time.Since(epoch)
+	b.mu.Lock()
+	b.running++
+	b.startSum += start
+	b.mu.Unlock()
+	return func() {
+		d := time.Since(epoch) - start
+		b.mu.Lock()
+		b.running--
+		b.startSum -= start
+		b.finished += d
+		b.n++
+		b.mu.Unlock()
+	}
 }
 
-// Load returns the total time and the number of reconciles recorded.
-func (b *Busy) Load() (time.Duration, uint64) {
-	return time.Duration(b.ns.Load()), uint64(b.n.Load())
+// Load returns the time spent reconciling until now (running reconciles
+// included) and the number of reconciles finished.
+func (b *Busy) Load(now time.Time) (time.Duration, uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.finished + time.Duration(b.running)*now.Sub(epoch) - b.startSum, b.n
 }
 
 // Window is what a queue did over one summary interval.
@@ -123,15 +148,20 @@ type Writes struct {
 	Seconds                 float64
 	Requested, Done, Failed uint64
 	Busy                    time.Duration // time in the workload's writes
-	LimiterWaited           time.Duration // all requests' waits for the client limiter
-	KubeQPS                 float64
-	KubeBurst               int
+	// Backlog is the number of writes due and not yet started at the end
+	// of the interval; Slack the backlog that is no lag (a burst just due,
+	// half a second of churn).
+	Backlog, Slack uint64
+	LimiterWaited  time.Duration // all requests' waits for the client limiter
+	KubeQPS        float64
+	KubeBurst      int
 }
 
-// Behind returns why the workload did fewer writes than requested, "" when
-// it kept up (within 10%).
+// Behind returns why the workload falls behind its schedule (its backlog
+// passed the slack, or more than 10% of the writes failed), "" when it
+// keeps up.
 func (w Writes) Behind() string {
-	if w.Requested == 0 || float64(w.Done) >= behindBelow*float64(w.Requested) || w.Requested-w.Done < 2 {
+	if w.Backlog <= w.Slack && float64(w.Failed) <= (1-behindBelow)*float64(w.Requested) {
 		return ""
 	}
 	switch {
@@ -177,7 +207,7 @@ type Reading struct {
 // Read reads the counters now, with the queue's stats q.
 func (m *Meter) Read(q scheduler.Stats) Reading {
 	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats()}
-	r.Busy, r.Reconciles = m.Busy.Load()
+	r.Busy, r.Reconciles = m.Busy.Load(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
 	}
@@ -201,7 +231,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 	if m.Workload != nil {
 		qps, burst := m.Limiter.Limits()
 		w := Writes{
-			Seconds:   secs,
+			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: m.Workload.slack(),
 			Requested: cur.Workload.Requested - prev.Workload.Requested,
 			Done:      cur.Workload.Done - prev.Workload.Done, Failed: cur.Workload.Failed - prev.Workload.Failed,
 			Busy: cur.Workload.Busy - prev.Workload.Busy, LimiterWaited: load.LimiterWaited,

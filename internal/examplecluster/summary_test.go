@@ -66,12 +66,13 @@ func TestWritesBehind(t *testing.T) {
 		w    Writes
 		want string // "" when not behind
 	}{
-		{"kept up", Writes{Seconds: 5, Requested: 100, Done: 95}, ""},
-		{"client limit", Writes{Seconds: 5, Requested: 100, Done: 25, LimiterWaited: 4 * time.Second, KubeQPS: 5, KubeBurst: 10},
+		{"kept up", Writes{Seconds: 5, Requested: 100, Done: 99, Slack: 10}, ""},
+		{"a burst due at the end of the interval", Writes{Seconds: 5, Requested: 140, Done: 100, Backlog: 40, Slack: 50}, ""},
+		{"client limit", Writes{Seconds: 5, Requested: 100, Done: 25, Backlog: 75, Slack: 10, LimiterWaited: 4 * time.Second, KubeQPS: 5, KubeBurst: 10},
 			"behind: client rate limit (-kube-qps 5 -kube-burst 10)"},
-		{"failures", Writes{Seconds: 5, Requested: 100, Done: 50, Failed: 50}, "behind: 50 writes failed"},
-		{"slow server", Writes{Seconds: 5, Requested: 100, Done: 50, Busy: 5 * time.Second}, "behind: each write takes 100ms"},
-		{"nothing", Writes{Seconds: 5, Requested: 100}, "behind: no write finished"},
+		{"failures", Writes{Seconds: 5, Requested: 100, Done: 50, Failed: 50, Slack: 10}, "behind: 50 writes failed"},
+		{"slow server", Writes{Seconds: 5, Requested: 100, Done: 50, Backlog: 50, Slack: 10, Busy: 5 * time.Second}, "behind: each write takes 100ms"},
+		{"nothing", Writes{Seconds: 5, Requested: 100, Backlog: 100, Slack: 10}, "behind: no write finished"},
 	} {
 		s := tc.w.String()
 		if tc.want == "" && strings.Contains(s, "behind") || tc.want != "" && !strings.Contains(s, tc.want) {
@@ -80,5 +81,21 @@ func TestWritesBehind(t *testing.T) {
 		if !strings.HasPrefix(s, "writes/s=") {
 			t.Errorf("%s: %q does not start with writes/s=", tc.name, s)
 		}
+	}
+}
+
+func TestBusyCountsRunningReconciles(t *testing.T) {
+	var b Busy
+	end := b.Start()
+	b.Start() // still running at the end of the test
+	end()
+	t0 := time.Now()
+	b0, n := b.Load(t0)
+	if n != 1 {
+		t.Errorf("%d reconciles finished, want 1", n)
+	}
+	b1, _ := b.Load(t0.Add(time.Second))
+	if d := b1 - b0; d != time.Second {
+		t.Errorf("one reconcile running for one more second adds %v of busy time, want 1s", d)
 	}
 }

@@ -47,6 +47,7 @@ type Workload struct {
 	Annotations map[string]string
 
 	start   atomic.Pointer[time.Time]
+	started atomic.Uint64
 	done    atomic.Uint64
 	failed  atomic.Uint64
 	busy    atomic.Int64 // nanoseconds spent in writes
@@ -138,8 +139,9 @@ func (w *Workload) Run(ctx context.Context) {
 	for issued := uint64(0); ; {
 		elapsed := time.Since(start)
 		if issued < w.due(elapsed) {
-			w.write(wctx, tracer, rng.IntN(w.Objects))
 			issued++
+			w.started.Store(issued)
+			w.write(wctx, tracer, rng.IntN(w.Objects))
 			if wctx.Err() != nil {
 				return
 			}
@@ -216,8 +218,9 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 
 // WorkloadStats are the workload's counts since Run started.
 type WorkloadStats struct {
-	// Requested is the number of writes the flags asked for so far.
-	Requested uint64
+	// Requested is the number of writes the flags asked for so far, Started
+	// those begun.
+	Requested, Started uint64
 	// Done is the number of writes the API server accepted; Failed those it
 	// refused (stopping excepted).
 	Done, Failed uint64
@@ -232,5 +235,17 @@ func (w *Workload) Stats() WorkloadStats {
 	if start == nil {
 		return WorkloadStats{}
 	}
-	return WorkloadStats{Requested: w.due(time.Since(*start)), Done: w.done.Load(), Failed: w.failed.Load(), Busy: time.Duration(w.busy.Load())}
+	st := WorkloadStats{Started: w.started.Load(), Done: w.done.Load(), Failed: w.failed.Load(), Busy: time.Duration(w.busy.Load())}
+	st.Requested = max(w.due(time.Since(*start)), st.Started)
+	return st
+}
+
+// slack is the backlog that is no lag: a burst just due and half a second
+// of churn.
+func (w *Workload) slack() uint64 {
+	n := uint64(max(1, w.Churn/2))
+	if w.BurstEvery > 0 {
+		n += uint64(max(w.BurstSize, 0))
+	}
+	return n
 }

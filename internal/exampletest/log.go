@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"log"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,16 +46,19 @@ func (l *Log) String() string {
 	return l.buf.String()
 }
 
-// WaitFor returns the first line logged that contains prefix and matches
-// want, waiting for it. It fails the test after a minute, or at once when
-// stopped yields (the program under test returned).
-func (l *Log) WaitFor(t testing.TB, prefix string, want *regexp.Regexp, stopped <-chan error) string {
+// WaitFor returns the n-th line (from 1) logged that contains prefix and
+// matches want, waiting for it. It fails the test after a minute, or at
+// once when stopped yields (the program under test returned).
+func (l *Log) WaitFor(t testing.TB, n int, prefix string, want *regexp.Regexp, stopped <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
+		seen := 0
 		for _, line := range strings.Split(l.String(), "\n") {
 			if strings.Contains(line, prefix) && want.MatchString(line) {
-				return line
+				if seen++; seen == n {
+					return line
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -65,5 +69,29 @@ func (l *Log) WaitFor(t testing.TB, prefix string, want *regexp.Regexp, stopped 
 			t.Fatalf("stopped before a line with %q matched %v: %v\n%s", prefix, want, err, l)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+var writesRE = regexp.MustCompile(`writes/s=([0-9.]+)/([0-9.]+)`)
+
+// WritesRE matches the workload's "writes/s=done/requested" in a summary
+// line.
+func WritesRE() *regexp.Regexp { return writesRE }
+
+// CheckBehind fails the test unless the summary line shows the workload
+// doing fewer writes than requested and saying so with reason.
+func CheckBehind(t testing.TB, line, reason string) {
+	t.Helper()
+	m := writesRE.FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no writes/s in the summary line: %s", line)
+	}
+	done, _ := strconv.ParseFloat(m[1], 64)
+	requested, _ := strconv.ParseFloat(m[2], 64)
+	if done >= 0.9*requested {
+		t.Fatalf("the workload kept up (%v of %v writes/s): %s", done, requested, line)
+	}
+	if !strings.Contains(line, "behind: "+reason) {
+		t.Errorf("the workload does %v of %v writes/s and does not say \"behind: %s\": %s", done, requested, reason, line)
 	}
 }
