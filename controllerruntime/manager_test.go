@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/codes"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -73,18 +73,36 @@ type running struct {
 	otq    *controllerruntime.Controller[reconcile.Request]
 }
 
+// startConfig is what startOptions change in startController.
+type startConfig struct {
+	// controller is the manager's default controller configuration.
+	controller config.Controller
+	// options returns the controller's Options; by default NewQueue set to
+	// the Controller's, and SkipNameValidation.
+	options func(mgr manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options
+}
+
+type startOption func(*startConfig)
+
 // startController starts a manager (no API server) with one controller
 // named name, built by builder.ControllerManagedBy with the Controller's
 // NewQueue and wrapped reconciler, watching a channel through
 // EnqueueRequestForObject. The manager stops when the test ends.
-func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reconciler) *running {
+func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reconciler, opts ...startOption) *running {
 	t.Helper()
+	sc := startConfig{options: func(_ manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options {
+		return controller.Options{NewQueue: otq.NewQueue, SkipNameValidation: ptr.To(true)}
+	}}
+	for _, o := range opts {
+		o(&sc)
+	}
 	run := &running{events: make(chan event.GenericEvent), logs: new(logLines)}
 	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		Logger:                 funcr.New(run.logs.add, funcr.Options{}),
+		Controller:             sc.controller,
 	})
 	if err != nil {
 		t.Fatalf("manager.New: %v", err)
@@ -93,21 +111,13 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 	handler := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
 	err = builder.ControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(controller.Options{NewQueue: run.otq.NewQueue, SkipNameValidation: ptr.To(true)}).
+		WithOptions(sc.options(mgr, run.otq)).
 		WatchesRawSource(source.Channel(run.events, handler)).
 		Complete(run.otq.Reconciler(r))
 	if err != nil {
 		t.Fatalf("builder: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := receive(t, errc, "the manager to stop"); err != nil {
-			t.Errorf("manager.Start: %v", err)
-		}
-	})
+	startManager(t, mgr)
 	return run
 }
 
@@ -158,12 +168,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // exemplar, and the metric names in both Prometheus registries.
 func TestManagerTrace(t *testing.T) {
 	noErrors(t)
-	reg := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tel := newTelemetry(t, exporter)
+	tel, reg := newPromTelemetry(t)
 	const name = "configmaps"
 
 	type seen struct {
@@ -399,9 +404,11 @@ func sortedKeys(m map[string]*dto.MetricFamily) []string {
 
 // hasLabels reports whether mf has a series with all the labels given.
 func hasLabels(mf *dto.MetricFamily, want map[string]string) bool {
-	if mf == nil {
-		return false
-	}
+	return series(mf, want) != nil
+}
+
+// series returns the first series of mf with all the labels given, or nil.
+func series(mf *dto.MetricFamily, want map[string]string) *dto.Metric {
 	for _, m := range mf.GetMetric() {
 		got := map[string]string{}
 		for _, lp := range m.GetLabel() {
@@ -412,8 +419,8 @@ func hasLabels(mf *dto.MetricFamily, want map[string]string) bool {
 			ok = ok && got[k] == v
 		}
 		if ok {
-			return true
+			return m
 		}
 	}
-	return false
+	return nil
 }

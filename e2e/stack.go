@@ -373,6 +373,15 @@ func (s *Stack) OTelEnv() []string {
 	}
 }
 
+// OTelEnvHTTP is OTelEnv for OTLP over HTTP (http/protobuf) to the
+// collector's HTTP receiver.
+func (s *Stack) OTelEnvHTTP() []string {
+	return []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + s.CollectorOTLPHTTP,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+	}
+}
+
 // Stop stops the collector (so that it flushes), then Jaeger and Prometheus.
 // It removes the temporary directory unless OTELQUEUE_E2E_KEEP=1.
 func (s *Stack) Stop() {

@@ -197,7 +197,7 @@ func TestMetricsControllerName(t *testing.T) {
 	e.q.Done("a")
 	rm := e.collect(t)
 	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration,
-		otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
+		otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
 	metricdatatest.AssertHasAttributes(t, rm,
 		otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
 	want := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
@@ -225,7 +225,7 @@ func TestMetricsRunner(t *testing.T) {
 			panic("boom")
 		}
 		return otelqueue.Result{}, nil
-	})
+	}, otelqueue.WithRunnerClock(e.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,8 +257,8 @@ func TestMetricsRunner(t *testing.T) {
 	}
 
 	rm := e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
-	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0))
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
+	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0), workersGauge(queueAttrs, 1))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -284,7 +284,7 @@ func TestMetricsRunner(t *testing.T) {
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
 		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
 		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
-	if s := r.Stats(); s != (otelqueue.RunnerStats{Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
+	if s := r.Stats(); s != (otelqueue.RunnerStats{Workers: 1, Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
 		t.Errorf("Runner.Stats() = %+v", s)
 	}
 

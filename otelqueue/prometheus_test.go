@@ -199,6 +199,7 @@ var (
 		"workqueue_delayed",
 		"workqueue_oldest_pending_item_seconds",
 		"workqueue_reconcile_results_total",
+		"workqueue_workers",
 	}
 	familyTypes = map[string]string{
 		"workqueue_adds":  "counter",
@@ -213,6 +214,7 @@ var (
 		"workqueue_delayed":                           "gauge",
 		"workqueue_oldest_pending_item_seconds":       "gauge",
 		"workqueue_reconcile_results":                 "counter",
+		"workqueue_workers":                           "gauge",
 	}
 	scopeLabels = []string{"otel_scope_name", "otel_scope_schema_url", "otel_scope_version"}
 )
@@ -316,6 +318,7 @@ func TestPrometheusBridge(t *testing.T) {
 				"workqueue_work_duration_seconds_count":       1,
 				"workqueue_work_duration_seconds_sum":         1,
 				"workqueue_active_workers":                    0,
+				"workqueue_workers":                           1, // the Runner's
 			} {
 				if got := x.one(t, name, q).value; got != v {
 					t.Errorf("%s = %v, want %v", name, got, v)

@@ -159,7 +159,7 @@ func TestRunnerResults(t *testing.T) {
 				return outcomes[i-1].res, outcomes[i-1].err
 			}
 			return otelqueue.Result{}, nil
-		})
+		}, otelqueue.WithRunnerClock(e.clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestRunnerResults(t *testing.T) {
 		if n := e.q.NumRequeues("k"); n != 0 {
 			t.Errorf("NumRequeues after success = %d, want 0 (forgotten)", n)
 		}
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Requeue: 2, Success: 1} })
+		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Requeue: 2, Success: 1} })
 	})
 
 	t.Run("requeue after", func(t *testing.T) {
@@ -216,7 +216,9 @@ func TestRunnerResults(t *testing.T) {
 		notYet(t, e)
 		e.step(time.Second)
 		settled(t, e, calls, 3)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 1, RequeueAfter: 1, Success: 1} })
+		waitFor(t, "the results", func() bool {
+			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 1, RequeueAfter: 1, Success: 1}
+		})
 		if st := e.q.Stats(); st.Retries != 2 {
 			t.Errorf("retries %d, want 2 (one AddRateLimited, one AddAfter)", st.Retries)
 		}
@@ -235,7 +237,7 @@ func TestRunnerResults(t *testing.T) {
 		notYet(t, e)
 		e.step(time.Second)
 		settled(t, e, calls, 3)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 2, Success: 1} })
+		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 2, Success: 1} })
 	})
 
 	t.Run("error wins over result", func(t *testing.T) {
@@ -243,7 +245,7 @@ func TestRunnerResults(t *testing.T) {
 		settled(t, e, calls, 1)
 		e.step(time.Second) // the rate limiter's backoff, not the hour
 		settled(t, e, calls, 2)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 1, Success: 1} })
+		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 1, Success: 1} })
 	})
 }
 
@@ -260,7 +262,7 @@ func TestRunnerPanic(t *testing.T) {
 		}
 		done <- key
 		return otelqueue.Result{}, nil
-	})
+	}, otelqueue.WithRunnerClock(e.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +282,7 @@ func TestRunnerPanic(t *testing.T) {
 	if k := receive(t, done, "the bad key, at last"); k != "bad" {
 		t.Fatalf("reconciled %q", k)
 	}
-	waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Panic: 2, Success: 2} })
+	waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Panic: 2, Success: 2} })
 }
 
 // TestRunnerShutdown checks Run's graceful stop: after ctx is cancelled, the
@@ -334,16 +336,23 @@ func TestRunnerShutdown(t *testing.T) {
 }
 
 // TestRunnerStopsWhenQueueShutsDown checks that Run returns when the queue is
-// shut down under it, with its ctx still live.
+// shut down under it, with its ctx still live. (Run on a queue shut down
+// before it starts is an error: TestRunnerRunContract.)
 func TestRunnerStopsWhenQueueShutsDown(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	r, err := otelqueue.NewRunner(e.q, 3, okReconcile)
+	running := make(chan struct{}, 1)
+	r, err := otelqueue.NewRunner(e.q, 3, func(context.Context, string) (otelqueue.Result, error) {
+		running <- struct{}{}
+		return otelqueue.Result{}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { done <- r.Run(context.Background()) })
+	e.q.Add("a")
+	receive(t, running, "Run to be running")
 	e.q.ShutDown()
 	if err := receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)

@@ -14,10 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	listersv1 "k8s.io/client-go/listers/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -26,10 +25,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
 	"github.com/otelqueue/otelqueue/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 const (
@@ -65,18 +65,25 @@ func runManager(ctx context.Context, cfg config) error {
 			return examplecluster.StopError(ctx, err)
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(cfg.Namespace))
-	cms := factory.Core().V1().ConfigMaps()
-
-	mgr, err := manager.New(restCfg, manager.Options{
+	mopts := manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"}, // /metrics is served by setupTelemetry
 		HealthProbeBindAddress: "0",
 		Logger:                 logger,
-	})
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}},
+	}
+	if cluster.Embedded() {
+		// The manager's cache (For's informer) lists and watches the fake
+		// clientset.
+		mopts = fakecluster.ManagerOptions(cs, mopts)
+	}
+	mgr, err := manager.New(restCfg, mopts)
 	if err != nil {
 		return fmt.Errorf("building the manager: %w", err)
 	}
-	otq := controllerruntime.New() // the global providers set by setupTelemetry
+	// For() enqueues with no trace context: the link source finds each
+	// attempt's writer in the object's annotation, in the manager's cache.
+	otq := controllerruntime.New( // the global providers set by setupTelemetry
+		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
 	opts := controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.Workers}
 	if cfg.controllerRuntimeQueue {
 		opts.NewQueue = nil
@@ -84,22 +91,16 @@ func runManager(ctx context.Context, cfg config) error {
 	if cfg.skipNameValidation {
 		opts.SkipNameValidation = &cfg.skipNameValidation
 	}
-	rec := &reconciler{client: cs, lister: cms.Lister(), latency: cfg.Latency, tracer: tracer}
+	rec := &reconciler{client: cs, reader: mgr.GetCache(), latency: cfg.Latency, tracer: tracer}
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(dataChanged())).
 		WithOptions(opts).
-		WatchesRawSource(&source.Informer{
-			Informer:   cms.Informer(),
-			Handler:    controllerruntime.EnqueueRequestForObject(),
-			Predicates: []predicate.Predicate{dataChanged()},
-		}).
 		Complete(otq.Reconciler(rec))
 	if err != nil {
 		return fmt.Errorf("building the controller: %w", err)
 	}
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if cfg.Generate {
@@ -133,7 +134,7 @@ func dataChanged() predicate.Predicate {
 // working for a while in a span of its own (a child of "reconcile").
 type reconciler struct {
 	client  kubernetes.Interface
-	lister  listersv1.ConfigMapLister
+	reader  client.Reader // the manager's cache
 	latency time.Duration
 	tracer  trace.Tracer
 	busy    examplecluster.Busy // time in Reconcile, for the utilization
@@ -154,7 +155,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ctx.Err() != nil {
 		return r.interrupt()
 	}
-	cm, err := r.lister.ConfigMaps(req.Namespace).Get(req.Name)
+	cm := &corev1.ConfigMap{}
+	err := r.reader.Get(ctx, req.NamespacedName, cm)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
 	}

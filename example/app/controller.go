@@ -127,7 +127,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
 	}
 	if len(tel.OTLP) > 0 {
-		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
+		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))
 	} else {
 		log.Printf("no OTLP export (set OTEL_EXPORTER_OTLP_ENDPOINT to send traces and metrics to a collector)")
 	}

@@ -29,6 +29,7 @@ func main() {
 The stack is up (Ctrl-C stops it):
 
   collector OTLP gRPC  %[1]s
+  collector OTLP HTTP  %[4]s
   Jaeger HTTP API      http://%[2]s/api/traces?service=otelqueue-example
   Prometheus           http://%[3]s  (try: histogram_quantile(0.99, sum by (le) (rate(workqueue_queue_duration_seconds_bucket[1m]))))
 
@@ -36,7 +37,10 @@ In another terminal, run the example against it:
 
   OTEL_EXPORTER_OTLP_ENDPOINT=http://%[1]s OTEL_EXPORTER_OTLP_INSECURE=true OTEL_METRIC_EXPORT_INTERVAL=5000 make demo
 
+or over OTLP/HTTP: OTEL_EXPORTER_OTLP_ENDPOINT=http://%[4]s OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf make demo
+(every variable: docs/environment.md)
+
 (Jaeger built from Go modules has no UI; docker compose up gives the full stack with UIs.)
-`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP)
+`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP, s.CollectorOTLPHTTP)
 	<-ctx.Done()
 }
