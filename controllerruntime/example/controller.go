@@ -109,7 +109,7 @@ func runManager(ctx context.Context, cfg config) error {
 		w = nil
 	}
 	if cfg.SummaryEvery > 0 {
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: &rec.busy, Workload: w, Limiter: cluster.Limiter}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
 	log.Printf("controller %q watching ConfigMaps in %s of the %s with %d workers", controllerName, cfg.Namespace, cluster.Where, cfg.Workers)

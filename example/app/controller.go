@@ -48,7 +48,6 @@ type controller struct {
 	lister listersv1.ConfigMapLister
 	queue  *scheduler.Scheduler[string]
 	tp     *otelqueue.TraceparentReader
-	busy   examplecluster.Busy // time in reconcile, for the utilization
 
 	interrupted atomic.Int64 // reconciles cut short by the stop
 
@@ -98,10 +97,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		return fmt.Errorf("adding the event handler: %w", err)
 	}
 
-	runner, err := otelqueue.NewRunner(queue, cfg.Workers, func(ctx context.Context, key string) (otelqueue.Result, error) {
-		defer c.busy.Start()()
-		return c.reconcile(ctx, key)
-	})
+	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile)
 	if err != nil {
 		return err
 	}
@@ -137,7 +133,11 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		wg.Go(func() { w.Run(ctx) })
 	}
 	if cfg.SummaryEvery > 0 {
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: &c.busy, Workload: w, Limiter: cluster.Limiter}
+		busy := func(time.Time) (time.Duration, uint64) {
+			rs := runner.Stats()
+			return rs.Busy, rs.Success + rs.Error + rs.Requeue + rs.RequeueAfter + rs.Panic
+		}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, runner, m) })
 	}
 	err = runner.Run(ctx) // returns after draining, with the queue shut down

@@ -188,8 +188,11 @@ func (w Writes) String() string {
 // Meter reads the counters a summary line is made of: the queue's, the
 // workers' busy time, the workload's and the client limiter's.
 type Meter struct {
-	Workers  int
-	Busy     *Busy
+	Workers int
+	// Busy returns the workers' busy time until now (those in a reconcile
+	// included) and the reconciles they finished: a Busy's Load, or the
+	// Runner's Stats.
+	Busy     func(now time.Time) (time.Duration, uint64)
 	Workload *Workload // nil without a workload
 	Limiter  *Limiter
 }
@@ -207,7 +210,7 @@ type Reading struct {
 // Read reads the counters now, with the queue's stats q.
 func (m *Meter) Read(q scheduler.Stats) Reading {
 	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats()}
-	r.Busy, r.Reconciles = m.Busy.Load(r.At)
+	r.Busy, r.Reconciles = m.Busy(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
 	}
