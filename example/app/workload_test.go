@@ -11,9 +11,9 @@ import (
 )
 
 // startController runs runController with args until the test ends, and
-// returns a function that waits for the n-th summary line matching want
+// returns its log and a function that waits for the n-th summary line matching want
 // (failing after a minute, or if the controller stopped).
-func startController(t *testing.T, args ...string) func(n int, want *regexp.Regexp) string {
+func startController(t *testing.T, args ...string) (*exampletest.Log, func(n int, want *regexp.Regexp) string) {
 	t.Helper()
 	out := exampletest.CaptureLog(t)
 	cfg, err := parseFlags(append([]string{"-metrics-addr", "", "-summary-interval", "300ms"}, args...))
@@ -29,7 +29,7 @@ func startController(t *testing.T, args ...string) func(n int, want *regexp.Rege
 			t.Errorf("runController: %v", err)
 		}
 	})
-	return func(n int, want *regexp.Regexp) string {
+	return out, func(n int, want *regexp.Regexp) string {
 		t.Helper()
 		return out.WaitFor(t, n, "queue configmaps:", want, errc)
 	}
@@ -41,7 +41,7 @@ func startController(t *testing.T, args ...string) func(n int, want *regexp.Rege
 // and say that it is behind and why (on main, the summary said nothing and
 // the fake had no limit at all).
 func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
-	waitFor := startController(t, "-kube-qps", "5", "-kube-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
+	_, waitFor := startController(t, "-kube-qps", "5", "-kube-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
 	// The 4th line, 1.2 s in: 60 writes due, about 7 done.
 	exampletest.CheckBehind(t, waitFor(4, exampletest.WritesRE()), "client rate limit (-kube-qps 5 -kube-burst 1)")
 }
@@ -50,7 +50,7 @@ func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
 // 40 updates/s): the summary shows the utilization, the coalesced adds and
 // a recommended worker count above 1.
 func TestSummaryRecommendsWorkers(t *testing.T) {
-	waitFor := startController(t, "-workers", "1", "-churn", "40", "-burst-every", "0", "-latency", "50ms", "-latency-spread", "0", "-error-rate", "0", "-objects", "500")
+	_, waitFor := startController(t, "-workers", "1", "-churn", "40", "-burst-every", "0", "-latency", "50ms", "-latency-spread", "0", "-error-rate", "0", "-objects", "500")
 	// The first interval may hold the initial list's quick reconciles.
 	l := waitFor(1, regexp.MustCompile(`recommend -workers ([2-9]|\d\d)`))
 	for _, want := range []string{"utilization=", "coalesced/s=", "saturated:"} {
@@ -64,7 +64,7 @@ func TestSummaryRecommendsWorkers(t *testing.T) {
 // controller reconciles within seconds (on main, seeding alone took 69 s
 // before the first reconcile).
 func TestManyObjectsStartReconcilingAtOnce(t *testing.T) {
-	waitFor := startController(t, "-objects", "20000", "-churn", "0", "-burst-every", "0", "-latency", "0", "-workers", "4", "-error-rate", "0")
+	_, waitFor := startController(t, "-objects", "20000", "-churn", "0", "-burst-every", "0", "-latency", "0", "-workers", "4", "-error-rate", "0")
 	waitFor(1, regexp.MustCompile(`reconciles/s=[1-9]`))
 }
 
@@ -84,4 +84,22 @@ func TestStopWhileSeeding(t *testing.T) {
 	if !strings.Contains(out.String(), "seeding stopped after 0 of 40000 ConfigMaps") {
 		t.Errorf("the log does not say seeding stopped:\n%s", out)
 	}
+}
+
+// TestStopLogsNoReconcilerErrors stops the app with both workers in a
+// reconcile: the interrupted reconciles are no errors, so the Runner logs
+// no "Reconciler error" line for them.
+func TestStopLogsNoReconcilerErrors(t *testing.T) {
+	var log *exampletest.Log
+	t.Cleanup(func() { // after the controller stopped (cleanups run last first)
+		if n := strings.Count(log.String(), "Reconciler error"); n > 0 {
+			t.Errorf("the stop logged %d Reconciler error lines:\n%s", n, log)
+		}
+		if !strings.Contains(log.String(), "2 interrupted by the stop") {
+			t.Errorf("the final line does not count the 2 interrupted reconciles:\n%s", log)
+		}
+	})
+	out, waitFor := startController(t, "-workers", "2", "-latency", "1h", "-latency-spread", "0", "-error-rate", "0", "-churn", "10", "-burst-every", "0")
+	log = out
+	waitFor(1, regexp.MustCompile(`in_flight=2 `))
 }
