@@ -195,12 +195,11 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 	if len(carrier.Annotations) > 0 {
 		patch["metadata"] = map[string]any{"annotations": carrier.Annotations}
 	}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		panic(err) // maps of strings always marshal
-	}
 	began := time.Now()
-	_, err = w.Cluster.Client.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
+	body, err := json.Marshal(patch)
+	if err == nil {
+		_, err = w.Cluster.Client.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
+	}
 	w.busy.Add(int64(time.Since(began)))
 	switch {
 	case err == nil:
