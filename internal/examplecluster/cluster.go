@@ -71,7 +71,7 @@ func Connect(ctx context.Context, f Flags) (*Cluster, error) {
 // field-managed tracker builds a REST mapper of the whole scheme on every
 // write (testrestmapper.TestOnlyStaticRESTMapper: 74% of the CPU of a
 // create in a profile), 3.5 ms per ConfigMap created against 4 to 8 µs
-// here, measured: 20,000 objects took 69 s to seed.
+// here (5,000 creates: 17.6 s against 19 ms).
 func newFake(ctx context.Context, lim *Limiter) *Cluster {
 	cs := fake.NewSimpleClientset() //nolint:staticcheck // see above: NewClientset is some 500 times slower per write
 	c := &Cluster{Client: cs, RestConfig: &rest.Config{Host: "http://127.0.0.1:1"}, Limiter: lim, Where: "embedded fake cluster", fake: cs}
