@@ -70,8 +70,9 @@ func TestSeedStopsAtOnce(t *testing.T) {
 	}
 }
 
-// TestSeedManyObjects seeds 20,000 objects into the embedded cluster (70 s
-// with NewClientset's tracker, under a second here) and lists them.
+// TestSeedManyObjects seeds 20,000 objects into the embedded cluster (69 s
+// with NewClientset's tracker in issue 9, 158 ms with this one here) and
+// lists them.
 func TestSeedManyObjects(t *testing.T) {
 	c, err := Connect(context.Background(), Flags{KubeQPS: DefaultKubeQPS, KubeBurst: DefaultKubeBurst})
 	if err != nil {
