@@ -1,7 +1,9 @@
 # otelqueue — build, test and benchmark every module.
 #
 #   make test    unit tests of every module with -race, the fuzz seeds plus a
-#                short fuzz run, and the end-to-end suite (e2e/)
+#                short fuzz run, the Prometheus rules' unit tests, and the
+#                end-to-end suite (e2e/)
+#   make rules   promtool check and unit tests of example/prometheus/rules.yml
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
 #   make demo-controller-runtime   the same with controller-runtime (controllerruntime/example)
@@ -29,9 +31,9 @@ MODULES := . bench controllerruntime
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
 
-.PHONY: test deps unit fuzz e2e bench demo demo-controller-runtime stack vet
+.PHONY: test deps unit fuzz rules e2e bench demo demo-controller-runtime stack vet
 
-test: deps vet unit fuzz e2e
+test: deps vet rules unit fuzz e2e
 
 # What the end-to-end suite needs from Debian and a fresh machine lacks.
 deps:
@@ -54,6 +56,14 @@ unit:
 # The seed corpus runs with the unit tests; this adds a short coverage-guided run.
 fuzz:
 	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
+
+# The recording and alerting rules (example/prometheus/rules.yml): syntax
+# and PromQL checked (with docker-compose's Prometheus config, which loads
+# them), then rules_test.yml run against them. promtool comes with Debian's
+# prometheus package (make deps).
+rules: deps
+	promtool check config example/prometheus/prometheus.yml
+	cd example/prometheus && promtool test rules rules_test.yml
 
 # The real stack on loopback: Jaeger and a collector built from the Go module
 # proxy (cached in e2e/.bin), Debian's Prometheus, and the example app.
