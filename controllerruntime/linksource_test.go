@@ -28,6 +28,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -81,7 +82,7 @@ func startManager(t *testing.T, mgr manager.Manager) {
 	go func() { errc <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := receive(t, errc, "the manager to stop"); err != nil {
+		if err := testutil.Receive(t, errc, "the manager to stop"); err != nil {
 			t.Errorf("manager.Start: %v", err)
 		}
 	})
@@ -113,9 +114,9 @@ func (fc *forController) createConfigMap(ctx context.Context, name string, annot
 func (fc *forController) roots(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var out []sdktrace.ReadOnlySpan
-	waitFor(t, "attempts of default/"+name, func() bool {
+	testutil.WaitFor(t, "attempts of default/"+name, func() bool {
 		out = out[:0]
-		for _, s := range spansNamed(fc.tel.sr.Ended(), "process "+fc.name) {
+		for _, s := range testutil.SpansNamed(fc.tel.sr.Ended(), "process "+fc.name) {
 			if attr(s, string(otelqueue.AttrKey)) == "default/"+name {
 				out = append(out, s)
 			}
@@ -172,7 +173,7 @@ func invalidTraceparents(t *testing.T, tel *telemetry) int64 {
 // malformed annotation (counted), and a deleted object give no link and no
 // error.
 func TestObjectLinkSourceFor(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	fc := startForController(t, "for-configmaps", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
 		return b.For(&corev1.ConfigMap{})
 	})
@@ -226,7 +227,7 @@ func TestObjectLinkSourceOwns(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			noErrors(t)
+			testutil.NoOTelErrors(t)
 			fc := startForController(t, "owns", tc.wire)
 			owner := fc.traced(t, "create owner", func(ctx context.Context) error { return fc.createConfigMap(ctx, "app", nil) })
 			assertLinked(t, fc.roots(t, "app", 1)[0], link{owner, "lookup"})
@@ -256,7 +257,7 @@ func TestObjectLinkSourceOwns(t *testing.T) {
 // through the enqueue, the looked-up writer (the same span) is not linked
 // a second time.
 func TestObjectLinkSourceDeduplicates(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	fc := startForController(t, "dedup", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
 		return b.Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject())
 	})
@@ -280,7 +281,7 @@ func TestObjectLinkSourceCacheNotRunning(t *testing.T) {
 }
 
 func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	cs := fake.NewClientset()
 	ctx := context.Background()
@@ -321,7 +322,7 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 			}
 			res <- sc
 		}()
-		return receive(t, res, "the lookup "+what)
+		return testutil.Receive(t, res, "the lookup "+what)
 	}
 	if sc := lookup("before the cache started"); sc.IsValid() {
 		t.Errorf("before the cache started: link to %v, want none", sc)
@@ -334,7 +335,7 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 	if _, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false)); err != nil {
 		t.Fatal(err)
 	}
-	receive(t, listing, "the informer's list")
+	testutil.Receive(t, listing, "the informer's list")
 	if sc := lookup("while the informer lists"); sc.IsValid() {
 		t.Errorf("while the informer lists: link to %v, want none", sc)
 	}
@@ -359,14 +360,14 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 	}
 	wg.Wait()
 	cancel()
-	if err := receive(t, stopped, "the cache to stop"); err != nil {
+	if err := testutil.Receive(t, stopped, "the cache to stop"); err != nil {
 		t.Fatalf("cache.Start: %v", err)
 	}
 	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the informer to stop", inf.IsStopped)
+	testutil.WaitFor(t, "the informer to stop", inf.IsStopped)
 	if sc := lookup("after the cache stopped"); sc.IsValid() {
 		t.Errorf("after the cache stopped: link to %v, want none", sc)
 	}
@@ -375,9 +376,9 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 // TestObjectLinkSourceNil: a nil cache or object is reported and gives a
 // source that never links.
 func TestObjectLinkSourceNil(t *testing.T) {
-	otelErrors.take()
+	testutil.TakeOTelErrors()
 	src := controllerruntime.ObjectLinkSource(nil, &corev1.ConfigMap{})
-	if errs := otelErrors.take(); len(errs) != 1 {
+	if errs := testutil.TakeOTelErrors(); len(errs) != 1 {
 		t.Errorf("otel.Handle got %v, want one error", errs)
 	}
 	sc, err := src.SpanContext(context.Background(), reconcile.Request{})

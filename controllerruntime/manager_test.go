@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -167,7 +168,7 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // trace, its link to the object's writer, the reconciler's ctx, the
 // exemplar, and the metric names in both Prometheus registries.
 func TestManagerTrace(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel, reg := newPromTelemetry(t)
 	const name = "configmaps"
 
@@ -186,7 +187,7 @@ func TestManagerTrace(t *testing.T) {
 
 	cm, writer := writeConfigMap(t, tel, "settings")
 	run.send(t, cm)
-	got := receive(t, done, "the reconcile")
+	got := testutil.Receive(t, done, "the reconcile")
 	if got.req.Namespace != "default" || got.req.Name != "settings" {
 		t.Errorf("reconciled %v, want default/settings", got.req)
 	}
@@ -198,12 +199,12 @@ func TestManagerTrace(t *testing.T) {
 	} else if !strings.Contains(line, "reconcileID") || !strings.Contains(line, `"controller"="`+name+`"`) {
 		t.Errorf("the reconciler's logger lost controller-runtime's values: %s", line)
 	}
-	waitFor(t, "the attempt's root span to end", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 1
+	testutil.WaitFor(t, "the attempt's root span to end", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 1
 	})
 
 	spans := tel.sr.Ended()
-	root := oneSpan(t, spans, "process "+name)
+	root := testutil.OneSpan(t, spans, "process "+name)
 	if root.Parent().IsValid() {
 		t.Errorf("root span has parent %v, want a new root", root.Parent())
 	}
@@ -221,13 +222,13 @@ func TestManagerTrace(t *testing.T) {
 	}
 
 	children := childrenOf(spans, root.SpanContext())
-	names := spanNames(children)
+	names := testutil.SpanNames(children)
 	slices.Sort(names)
 	if !slices.Equal(names, []string{otelqueue.SpanQueued, otelqueue.SpanReconcile}) {
 		t.Fatalf("root's children = %q, want queued and reconcile", names)
 	}
-	rec := oneSpan(t, spans, otelqueue.SpanReconcile)
-	user := oneSpan(t, spans, "update status")
+	rec := testutil.OneSpan(t, spans, otelqueue.SpanReconcile)
+	user := testutil.OneSpan(t, spans, "update status")
 	if user.Parent().SpanID() != rec.SpanContext().SpanID() || user.SpanContext().TraceID() != root.SpanContext().TraceID() {
 		t.Errorf("the reconciler's span has parent %v, want the reconcile span %v", user.Parent(), rec.SpanContext())
 	}
@@ -240,7 +241,7 @@ func TestManagerTrace(t *testing.T) {
 
 	// The queue-wait histogram points, through its exemplar, to this trace.
 	rm := tel.collect(t)
-	h, ok := findMetric(t, rm, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64])
+	h, ok := testutil.FindMetric(t, rm, otelqueue.ScopeName, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64])
 	if !ok || len(h.DataPoints) != 1 {
 		t.Fatalf("queue duration: %+v", h)
 	}
@@ -295,7 +296,7 @@ func TestManagerTrace(t *testing.T) {
 // requeue the request rate-limited; the failed attempt's reconcile span has
 // the error, and the retry's trace links to it.
 func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	const name = "retries"
 	var calls int
@@ -314,18 +315,18 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	}))
 	cm, _ := writeConfigMap(t, tel, "flaky")
 	run.send(t, cm)
-	receive(t, done, "the first reconcile")
-	receive(t, done, "the retry")
-	waitFor(t, "both attempts' root spans", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 2
+	testutil.Receive(t, done, "the first reconcile")
+	testutil.Receive(t, done, "the retry")
+	testutil.WaitFor(t, "both attempts' root spans", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 2
 	})
 	spans := tel.sr.Ended()
-	roots := spansNamed(spans, "process "+name)
+	roots := testutil.SpansNamed(spans, "process "+name)
 	first, second := roots[0], roots[1]
 	if attr(first, string(otelqueue.AttrAttempt)) != "1" || attr(second, string(otelqueue.AttrAttempt)) != "2" {
 		t.Errorf("attempts = %s, %s; want 1, 2", attr(first, string(otelqueue.AttrAttempt)), attr(second, string(otelqueue.AttrAttempt)))
 	}
-	recs := spansNamed(spans, otelqueue.SpanReconcile)
+	recs := testutil.SpansNamed(spans, otelqueue.SpanReconcile)
 	var failed sdktrace.ReadOnlySpan
 	for _, s := range recs {
 		if s.SpanContext().TraceID() == first.SpanContext().TraceID() {
@@ -352,7 +353,7 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 // TestManagerPanic: a panic in the reconciler is recorded on the reconcile
 // span and still handled by controller-runtime (recovered and retried).
 func TestManagerPanic(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	const name = "panics"
 	var once sync.Once
@@ -364,12 +365,12 @@ func TestManagerPanic(t *testing.T) {
 	}))
 	cm, _ := writeConfigMap(t, tel, "fragile")
 	run.send(t, cm)
-	receive(t, done, "the reconcile after the panic")
-	waitFor(t, "both attempts' root spans", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 2
+	testutil.Receive(t, done, "the reconcile after the panic")
+	testutil.WaitFor(t, "both attempts' root spans", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 2
 	})
 	var results []string
-	for _, s := range spansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
+	for _, s := range testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
 		results = append(results, attr(s, string(otelqueue.AttrResult)))
 		if attr(s, string(otelqueue.AttrResult)) == otelqueue.ResultPanic && s.Status().Code != codes.Error {
 			t.Errorf("panicked reconcile status = %v, want error", s.Status())

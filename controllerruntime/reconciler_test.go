@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -25,10 +26,10 @@ func reconcileOnce(t *testing.T, name string, r reconcile.Func) (*running, sdktr
 	run := startController(t, tel, name, r)
 	cm, _ := writeConfigMap(t, tel, name)
 	run.send(t, cm)
-	waitFor(t, "the attempt's reconcile span", func() bool {
-		return len(spansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)) >= 1
+	testutil.WaitFor(t, "the attempt's reconcile span", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)) >= 1
 	})
-	return run, spansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)[0]
+	return run, testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)[0]
 }
 
 // TestManagerReconcilerLogger checks that the wrapped reconciler's logr
@@ -36,7 +37,7 @@ func reconcileOnce(t *testing.T, name string, r reconcile.Func) (*running, sdktr
 // attempt's "reconcile" span, beside controller-runtime's own values, and
 // that the span has the reconcileID those values include.
 func TestManagerReconcilerLogger(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	const name = "logging"
 	run, rec := reconcileOnce(t, name, func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		logf.FromContext(ctx).Info("reconciled by the test")
@@ -67,7 +68,7 @@ func TestManagerReconcilerLogger(t *testing.T) {
 // turn it into a panic of its own: controller-runtime sees the Goexit, as
 // it would without the wrapper.
 func TestManagerGoexit(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	var once sync.Once
 	run, rec := reconcileOnce(t, "goexits", func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		once.Do(runtime.Goexit)

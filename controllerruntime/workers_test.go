@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 // TestManagerWorkers runs real managers and checks that the queue's
@@ -35,7 +36,7 @@ func TestManagerWorkers(t *testing.T) {
 		{"controller-runtime default", 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			noErrors(t)
+			testutil.NoOTelErrors(t)
 			tel, reg := newPromTelemetry(t)
 			name := fmt.Sprintf("workers-%d-%d", tc.controller, tc.manager)
 			var opts controller.Options
@@ -58,7 +59,7 @@ func TestManagerWorkers(t *testing.T) {
 			}
 
 			var theirs, ours *dto.Metric
-			waitFor(t, "both worker gauges", func() bool {
+			testutil.WaitFor(t, "both worker gauges", func() bool {
 				theirs = series(gather(t, ctrlmetrics.Registry)["controller_runtime_max_concurrent_reconciles"], map[string]string{"controller": name})
 				ours = series(gather(t, reg)["workqueue_workers"], map[string]string{"name": name, "controller": name})
 				return theirs != nil && ours != nil

@@ -6,6 +6,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -15,7 +16,7 @@ import (
 // builds a queue at every start, and a long-running process must not keep
 // them all.
 func TestBindingsDoNotKeepSchedulers(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	mp := meterProvider(t, sdkmetric.NewManualReader())
 	const n = 50
 	queues := make([]*scheduler.Scheduler[string], 0, n) // alive until counted, then dead
@@ -42,7 +43,7 @@ func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 		t.Fatalf("%d bindings with %d queues alive, want at least %d", during, n, n)
 	}
 	runtime.KeepAlive(queues)
-	waitFor(t, "the bindings of the collected schedulers to go", func() bool {
+	testutil.WaitFor(t, "the bindings of the collected schedulers to go", func() bool {
 		runtime.GC()
 		return otelqueue.Bindings() <= during-n
 	})

@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -92,8 +93,8 @@ func TestStopRacingDone(t *testing.T) {
 // spans), then returns the attempt's spans as attemptSpans does.
 func (e *env) endedAttempt(t testing.TB, key string, n int) (root, queued, reconcile sdktrace.ReadOnlySpan) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the end of attempt %d of %q", n, key), func() bool {
-		for _, s := range spansNamed(e.sr.Ended(), "process "+queueName) {
+	testutil.WaitFor(t, fmt.Sprintf("the end of attempt %d of %q", n, key), func() bool {
+		for _, s := range testutil.SpansNamed(e.sr.Ended(), "process "+queueName) {
 			a := attrMap(s.Attributes())
 			if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
 				return true

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -158,7 +159,7 @@ func TestLinkSourceSampling(t *testing.T) {
 		it := e.get(t)
 		e.q.Done(it.Key)
 	}
-	roots := spansNamed(e.sr.Ended(), "process "+queueName)
+	roots := testutil.SpansNamed(e.sr.Ended(), "process "+queueName)
 	if len(roots) != 1 {
 		t.Fatalf("%d attempts recorded, want 1 (the sampled writer's)", len(roots))
 	}
@@ -187,7 +188,7 @@ func TestLinkSourceFailures(t *testing.T) {
 			e.q.Add("a")
 			root := e.process(t, "a", 1)
 			assertLinks(t, root)
-			errs := otelErrors.take()
+			errs := testutil.TakeOTelErrors()
 			if len(errs) != 1 || !strings.Contains(errs[0].Error(), "cache exploded") ||
 				!strings.Contains(errs[0].Error(), `"`+queueName+`"`) || !strings.Contains(errs[0].Error(), `"a"`) {
 				t.Errorf("otel.Handle got %v, want one error naming the queue, the key and the cause", errs)
@@ -287,7 +288,7 @@ func ExampleWithLinkSource() {
 		key, _ := queue.Get()
 		queue.Done(key)
 	}
-	for _, s := range spansNamed(spans.Ended(), "process deployments") {
+	for _, s := range testutil.SpansNamed(spans.Ended(), "process deployments") {
 		key := attrMap(s.Attributes())[otelqueue.AttrKey].AsString()
 		for _, l := range s.Links() {
 			fmt.Println(key, "links to trace", l.SpanContext.TraceID(), attrMap(l.Attributes)[otelqueue.AttrLinkKind].AsString())

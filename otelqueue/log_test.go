@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -84,7 +85,7 @@ func TestRunnerLogsErrors(t *testing.T) {
 	e.q.Add("fail")
 	e.q.Add("panic")
 	runRunner(t, r)
-	waitFor(t, "both attempts", func() bool { s := r.Stats(); return s.Error == 1 && s.Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "both attempts", func() bool { s := r.Stats(); return s.Error == 1 && s.Panic == 1 && e.q.Stats().InFlight == 0 })
 
 	recs := logs.all()
 	if len(recs) != 2 {
@@ -144,7 +145,7 @@ func TestRunnerLogRateLimit(t *testing.T) {
 	runRunner(t, r)
 	settle := func(what string, errs, successes uint64) {
 		t.Helper()
-		waitFor(t, what, func() bool {
+		testutil.WaitFor(t, what, func() bool {
 			s := r.Stats()
 			return s.Error == errs && s.Success == successes && e.q.Stats().InFlight == 0
 		})
@@ -209,7 +210,7 @@ func TestRunnerLogRateLimitOptions(t *testing.T) {
 				e.q.Add(fmt.Sprint(i))
 			}
 			runRunner(t, r)
-			waitFor(t, "5 errors", func() bool { return r.Stats().Error == 5 && e.q.Stats().InFlight == 0 })
+			testutil.WaitFor(t, "5 errors", func() bool { return r.Stats().Error == 5 && e.q.Stats().InFlight == 0 })
 			if n := len(logs.all()); n != tc.lines {
 				t.Errorf("%d lines, want %d", n, tc.lines)
 			}
@@ -253,8 +254,8 @@ func TestLoggerFromContext(t *testing.T) {
 	}
 	e.q.Add("a")
 	runRunner(t, r)
-	child := receive(t, done, "the reconcile")
-	waitFor(t, "the attempt's end", func() bool { return e.q.Stats().InFlight == 0 })
+	child := testutil.Receive(t, done, "the reconcile")
+	testutil.WaitFor(t, "the attempt's end", func() bool { return e.q.Stats().InFlight == 0 })
 	_, _, rec := e.endedAttempt(t, "a", 1)
 	recs := logs.all()
 	if len(recs) != 2 {

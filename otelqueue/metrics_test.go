@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -264,7 +265,7 @@ func TestMetricsRunner(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	e.q.Add("hold")
-	if k := receive(t, started, "the first reconcile"); k != "hold" {
+	if k := testutil.Receive(t, started, "the first reconcile"); k != "hold" {
 		t.Fatalf("reconciled %q first, want hold", k)
 	}
 	for _, k := range []string{"success", "error", "requeue", "requeue_after", "panic"} {
@@ -274,11 +275,11 @@ func TestMetricsRunner(t *testing.T) {
 		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(queueAttrs, "0"), 5))
 
 	close(hold)
-	waitFor(t, "six reconciles", func() bool {
+	testutil.WaitFor(t, "six reconciles", func() bool {
 		s := r.Stats()
 		return s.Success+s.Error+s.Requeue+s.RequeueAfter+s.Panic == 6
 	})
-	waitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTime, active(0), results(2, 1, 1, 1, 1),
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
@@ -289,7 +290,7 @@ func TestMetricsRunner(t *testing.T) {
 	}
 
 	cancel()
-	if err := receive(t, done, "Run to return"); err != nil {
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -20,7 +21,7 @@ import (
 // NewMetricsProvider (reported to otel.Handle, the global one used).
 func TestNilProviders(t *testing.T) {
 	t.Run("untyped nil: the globals", func(t *testing.T) {
-		noErrors(t)
+		testutil.NoOTelErrors(t)
 		reader := sdkmetric.NewManualReader()
 		mp := meterProvider(t, reader)
 		sr := tracetest.NewSpanRecorder()
@@ -80,10 +81,10 @@ func TestNilProviders(t *testing.T) {
 	})
 
 	t.Run("typed nil: NewMetricsProvider", func(t *testing.T) {
-		noErrors(t)
+		testutil.NoOTelErrors(t)
 		p := otelqueue.NewMetricsProvider(otelqueue.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
 		p.NewAddsMetric("a").Inc()
-		errs := otelErrors.take()
+		errs := testutil.TakeOTelErrors()
 		if len(errs) != 1 {
 			t.Fatalf("otel.Handle got %v, want the typed nil reported once", errs)
 		}

@@ -136,13 +136,7 @@ func scrape(t testing.TB, url, accept string) exposition {
 
 // series returns the samples called name.
 func (x exposition) series(name string) []sample {
-	var out []sample
-	for _, s := range x.samples {
-		if s.name == name {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(x.samples), func(s sample) bool { return s.name != name })
 }
 
 // one returns the single sample called name whose labels include want.

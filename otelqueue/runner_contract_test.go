@@ -11,6 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -56,13 +57,13 @@ func TestRunnerRunContract(t *testing.T) {
 		defer cancel()
 		first := runErr(r, ctx) // a failed Run(nil) does not count as the one Run
 		e.q.Add("a")
-		receive(t, reconciled, "the first Run's reconcile")
+		testutil.Receive(t, reconciled, "the first Run's reconcile")
 
 		ctx2, cancel2 := context.WithCancel(context.Background())
-		wantErr(t, "a concurrent second Run", receive(t, runErr(r, ctx2), "the second Run to return"), "more than once")
+		wantErr(t, "a concurrent second Run", testutil.Receive(t, runErr(r, ctx2), "the second Run to return"), "more than once")
 		cancel2() // must not stop the first
 		e.q.Add("b")
-		if k := receive(t, reconciled, "the key added after the second Run"); k != "b" {
+		if k := testutil.Receive(t, reconciled, "the key added after the second Run"); k != "b" {
 			t.Errorf("reconciled %q, want b", k)
 		}
 		select {
@@ -71,7 +72,7 @@ func TestRunnerRunContract(t *testing.T) {
 		default:
 		}
 		cancel()
-		if err := receive(t, first, "the first Run to return"); err != nil {
+		if err := testutil.Receive(t, first, "the first Run to return"); err != nil {
 			t.Errorf("first Run = %v, want nil", err)
 		}
 		wantErr(t, "Run after Run", r.Run(context.Background()), "more than once")
@@ -102,7 +103,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			name = "NewRunner first"
 		}
 		t.Run(name, func(t *testing.T) {
-			noErrors(t)
+			testutil.NoOTelErrors(t)
 			e := &env{reader: sdkmetric.NewManualReader()}
 			mp := meterProvider(t, e.reader)
 			q := scheduler.New(scheduler.Config[string]{Name: queueName})
@@ -127,7 +128,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			}
 			q.Add("a")
 			stop := runRunner(t, r)
-			waitFor(t, "the reconcile", func() bool { return r.Stats().Success == 1 && q.Stats().InFlight == 0 })
+			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Success == 1 && q.Stats().InFlight == 0 })
 			rm := e.collect(t)
 			assertMetrics(t, rm, noTime,
 				intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, 0),
@@ -174,7 +175,7 @@ func TestInstrumentTwice(t *testing.T) {
 // TestInstrumentConcurrent checks that of several Instrument calls racing on
 // one queue exactly one succeeds.
 func TestInstrumentConcurrent(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	q := scheduler.New(scheduler.Config[string]{Name: queueName})
 	t.Cleanup(q.ShutDown)
 	mp := meterProvider(t, sdkmetric.NewManualReader())
@@ -238,21 +239,21 @@ func TestRunnerGoexit(t *testing.T) {
 	done := runErr(r, context.Background())
 	t.Cleanup(func() {
 		e.q.ShutDown()
-		if err := receive(t, done, "Run to return"); err != nil {
+		if err := testutil.Receive(t, done, "Run to return"); err != nil {
 			t.Errorf("Run = %v", err)
 		}
 	})
 	e.q.Add("exit")
-	waitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // its retry, after the backoff, succeeds
-	waitFor(t, "its retry", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "its retry", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
 	// Both workers still there: two reconciles at once.
 	e.q.Add("a")
 	e.q.Add("b")
-	receive(t, running, "a reconcile")
-	receive(t, running, "a second reconcile at the same time")
+	testutil.Receive(t, running, "a reconcile")
+	testutil.Receive(t, running, "a second reconcile at the same time")
 	close(release)
-	waitFor(t, "a and b", func() bool { return r.Stats().Success == 3 })
+	testutil.WaitFor(t, "a and b", func() bool { return r.Stats().Success == 3 })
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned %v with its ctx live", err)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -83,20 +84,20 @@ func TestRunnerBusy(t *testing.T) {
 	e.q.Add("a")
 	e.q.Add("b")
 	runRunner(t, r)
-	receive(t, started, "a reconcile")
-	receive(t, started, "the other reconcile")
+	testutil.Receive(t, started, "a reconcile")
+	testutil.Receive(t, started, "the other reconcile")
 	e.step(3 * time.Second)
 	if b := r.Stats().Busy; b != 6*time.Second {
 		t.Errorf("two workers busy for 3s: Busy %v, want 6s", b)
 	}
 	close(release["a"])
-	waitFor(t, "a's end", func() bool { return r.Stats().Success == 1 })
+	testutil.WaitFor(t, "a's end", func() bool { return r.Stats().Success == 1 })
 	e.step(time.Second)
 	if b := r.Stats().Busy; b != 7*time.Second {
 		t.Errorf("a worked 3s, b 4s so far: Busy %v, want 7s", b)
 	}
 	close(release["b"])
-	waitFor(t, "b's end", func() bool { return r.Stats().Success == 2 })
+	testutil.WaitFor(t, "b's end", func() bool { return r.Stats().Success == 2 })
 	e.step(time.Hour)
 	if s := r.Stats(); s.Busy != 7*time.Second || s.Workers != 2 {
 		t.Errorf("idle for an hour: Busy %v, Workers %d; want 7s, 2", s.Busy, s.Workers)

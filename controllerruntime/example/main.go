@@ -63,14 +63,14 @@ func main() {
 // run runs the example until ctx ends or -duration passes, then flushes the
 // telemetry. ready, if not nil, receives the metrics URL once serving.
 func run(ctx context.Context, cfg config, ready chan<- string) error {
-	if cfg.duration > 0 {
+	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{
 		ServiceName:   "otelqueue-controller-runtime-example",
-		MetricsAddr:   cfg.metricsAddr,
+		MetricsAddr:   cfg.MetricsAddr,
 		Gatherer:      ctrlmetrics.Registry, // one scrape with controller-runtime's series
 		SpanProcessor: cfg.spans,
 	})
