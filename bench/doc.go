@@ -25,8 +25,16 @@
 //     distinct priorities (1, 1k, 20k), against controller-runtime's
 //     priority queue: op=adds adds them all to an empty queue, op=cycle is
 //     one GetWithPriority -> Done -> add again below every pending key.
+//   - BenchmarkLinkSource/sampling=S/variant=V: the traced lifecycle of
+//     Lifecycle's scheduler-otel-traced-* variants (S unsampled or sampled),
+//     with reconcile.Request keys, and each link source of the table
+//     linkSources in linksource_test.go: none, a constant span context, and
+//     controllerruntime.ObjectLinkSource over a fakecluster cache of
+//     annotated ConfigMaps (all namespaces, and one); the difference to
+//     variant=none is a link source's cost per attempt.
 //
-// Lifecycle and Delayed also report cpu-ns/op: the CPU time of the whole
+// Every benchmark but the clientgo variants of Pending also reports
+// cpu-ns/op: the CPU time of the whole
 // process per op (getrusage), which counts the work a queue hands to its own
 // goroutines (client-go's waiting loop, the priority queue's handlers) and
 // the garbage collector, and which time stolen by other processes on a busy

@@ -46,7 +46,8 @@ var linkSources = []struct {
 	}},
 	// The same over a cache restricted to one namespace
 	// (cache.Options.DefaultNamespaces), whose informer hides its store:
-	// the lookup is the cache's Get, which copies the object.
+	// the lookup is the cache's Get (with client.UnsafeDisableDeepCopy: no
+	// copy, but a REST mapping per call).
 	{"object-namespaced", func(tb testing.TB) (otelqueue.LinkSource[reconcile.Request], func()) {
 		return startObjectSource(tb, cache.Options{DefaultNamespaces: map[string]cache.Config{"default": {}}})
 	}},

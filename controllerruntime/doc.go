@@ -8,12 +8,21 @@
 //
 // One [Controller] value per controller-runtime controller:
 //
-//	otq := controllerruntime.New()           // global OTel providers by default
+//	otq := controllerruntime.New(otelqueue.WithLinkSource( // global OTel providers by default
+//		controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
 //	err := builder.ControllerManagedBy(mgr).
-//		Named("configmaps").
-//		Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject()).
-//		WithOptions(controller.Options{NewQueue: otq.NewQueue}).
+//		For(&corev1.ConfigMap{}).
+//		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4})).
 //		Complete(otq.Reconciler(myReconciler))
+//
+// [Controller.Options] returns the controller's options with NewQueue set to
+// [Controller.NewQueue], and reports the controller's worker count as
+// otelqueue.MetricWorkers (workqueue_workers), so that the workers'
+// utilization is one PromQL expression. [ObjectLinkSource] links each attempt
+// to the last writer of the object its request names, read from the
+// object's tracing.k8s.io/traceparent annotation in the manager's cache:
+// For()'s handler enqueues with no trace context, and this is how its
+// attempts still lead to the change that caused them.
 //
 // controller-runtime builds the queue lazily, when the controller starts, by
 // calling [Controller.NewQueue] with the controller's name and rate limiter.
@@ -24,7 +33,8 @@
 // with a ctx that keeps everything controller-runtime put in it (logger,
 // reconcileID, cancellation, ReconciliationTimeout) and carries the
 // "reconcile" span of the attempt, so that spans the reconciler starts are its
-// children.
+// children; its logger (logf.FromContext) also carries the span's trace_id
+// and span_id.
 //
 // The package-level [NewQueue] (and [NewTypedQueue]) is the same queue for
 // code that only wants the metrics and the "queued" / "reconcile" spans; a
@@ -41,15 +51,21 @@
 // and its error status. A panic is recorded and re-panicked, so
 // controller-runtime's RecoverPanic handling is unchanged.
 //
-// controller-runtime's own event handlers call the queue's plain Add and
-// AddWithOpts, with no context. Use [EnqueueRequestForObject] (or
-// [TypedEnqueueRequestForObject]) in Watches to enqueue with the handler's
-// ctx and with the span context found in the object's
-// tracing.k8s.io/traceparent annotation (otelqueue.TraceparentAnnotation,
-// written by otelqueue.InjectTraceparent), so that the reconcile trace links
-// to the change that caused it. [WithTraceContext] wraps any other handler
-// (handler.EnqueueRequestForOwner, handler.EnqueueRequestsFromMapFunc, ...)
-// to the same effect, keeping the requests and priorities it computes.
+// The "reconcile" span carries controller-runtime's reconcileID
+// ([AttrReconcileID]), which controller-runtime's own log lines carry.
+//
+// controller-runtime's own event handlers (those For() and Owns() install)
+// call the queue's plain Add and AddWithOpts, with no context. With
+// [ObjectLinkSource] the attempt links, when a worker takes the request, to
+// the writer found in the object's tracing.k8s.io/traceparent annotation
+// (otelqueue.TraceparentAnnotation, written by otelqueue.InjectTraceparent).
+// To link at enqueue time too, to the object of the event:
+// [EnqueueRequestForObject] (or [TypedEnqueueRequestForObject]) in Watches
+// enqueues with the handler's ctx and the annotation's span context, and
+// [WithTraceContext] wraps any other handler (handler.EnqueueRequestForOwner,
+// handler.EnqueueRequestsFromMapFunc, ...) to the same effect, keeping the
+// requests and priorities it computes: for Owns()-like watches, the link
+// then goes to the writer of the owned object rather than of the owner.
 //
 // # Priorities
 //
@@ -66,8 +82,9 @@
 // does [EnqueueRequestForObject], which gives the same priorities as
 // controller-runtime's handler.EnqueueRequestForObject: handler.LowPriority
 // for a create from the initial list and for an update that keeps the
-// resource version (a resync), 0 for every other event. AddOpts.After and AddOpts.RateLimited delay keys (the shorter delay
-// wins when both are set). GetWithPriority reports the run's priority.
+// resource version (a resync), 0 for every other event. AddOpts.After and
+// AddOpts.RateLimited delay keys (the shorter delay wins when both are set).
+// GetWithPriority reports the run's priority.
 //
 // # Metrics
 //
@@ -90,7 +107,8 @@
 //     workqueue_unfinished_work_seconds,
 //     workqueue_longest_running_processor_seconds, plus otelqueue's own
 //     (workqueue_oldest_pending_item_seconds, workqueue_delayed,
-//     workqueue_coalesced_total), and the exporter's otel_scope_* labels
+//     workqueue_coalesced_total, and workqueue_workers when the queue was
+//     built through [Controller.Options]), and the exporter's otel_scope_* labels
 //     unless it is built WithoutScopeInfo. The two histograms carry
 //     exemplars pointing to the attempt's trace. workqueue_depth has
 //     controller-runtime's third label, "priority" (otelqueue.AttrPriority),

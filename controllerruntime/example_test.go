@@ -17,9 +17,10 @@ import (
 // A controller-runtime controller on otelqueue's scheduler: Options.NewQueue
 // builds the instrumented queue when the controller starts, the wrapped
 // reconciler runs inside each attempt's "reconcile" span, and
-// EnqueueRequestForObject (in place of For, whose handler enqueues with no
-// context) links each attempt to the writer found in the object's
-// tracing.k8s.io/traceparent annotation.
+// EnqueueRequestForObject in Watches links each attempt, when the event is
+// enqueued, to the writer found in the object's tracing.k8s.io/traceparent
+// annotation. A controller built with For() keeps For() and gets its links
+// from ObjectLinkSource instead (see ExampleObjectLinkSource).
 func Example() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{})
 	if err != nil {
