@@ -84,7 +84,9 @@ func runManager(ctx context.Context, cfg config) error {
 	// attempt's writer in the object's annotation, in the manager's cache.
 	otq := controllerruntime.New( // the global providers set by setupTelemetry
 		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
-	opts := controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: cfg.Workers}
+	// Options sets NewQueue and reports MaxConcurrentReconciles as
+	// workqueue_workers, the denominator of the utilization rules.
+	opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: cfg.Workers})
 	if cfg.controllerRuntimeQueue {
 		opts.NewQueue = nil
 	}

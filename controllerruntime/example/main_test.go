@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -78,6 +79,7 @@ func TestExampleOnFakeCluster(t *testing.T) {
 		"controller-runtime's reconcile count":     regexp.MustCompile(`^controller_runtime_reconcile_total\{controller="configmaps",result="success"\} [1-9]`),
 		"an exemplar on the queue wait":            regexp.MustCompile(`^workqueue_queue_duration_seconds_bucket\{[^}]*name="configmaps"[^}]*\} \d+ # \{[^}]*trace_id="[0-9a-f]{32}"`),
 		"an exemplar on the work":                  regexp.MustCompile(`^workqueue_work_duration_seconds_bucket\{[^}]*name="configmaps"[^}]*\} \d+ # \{[^}]*trace_id="[0-9a-f]{32}"`),
+		"the configured workers":                   regexp.MustCompile(fmt.Sprintf(`^workqueue_workers\{controller="configmaps",name="configmaps"\} %d(\.0)?( |$)`, cfg.Workers)),
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	// pause waits between polls, failing at once if the example stopped.

@@ -82,8 +82,8 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&f.Objects, "objects", d.Objects, d.ObjectsUsage)
 	fs.Float64Var(&f.Churn, "churn", d.Churn, fmt.Sprintf("ConfigMap updates per second (at most %d)", MaxChurn))
 	fs.DurationVar(&f.Latency, "latency", d.Latency, d.LatencyUsage)
-	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "client requests per second to the API server, fake or real (rest.Config.QPS; client-go's default is 5, controller-runtime's 20)")
-	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10, controller-runtime's 30)")
+	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "client requests per second to the API server, fake or real (rest.Config.QPS; client-go's default is 5; controller-runtime's GetConfig turns the client-side limit off and leaves it to the server's API Priority and Fairness)")
+	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
 }
 
 // Parse parses args into fs (whose flags include f's, see Register), checks

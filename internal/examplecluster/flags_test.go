@@ -73,7 +73,7 @@ func TestUsage(t *testing.T) {
 	if n := strings.Count(usage, "(default true"); n > 0 {
 		t.Errorf("-h says \"(default true\" %d times:\n%s", n, usage)
 	}
-	for _, want := range []string{"on with the embedded fake cluster; off with -kubeconfig", "client-go's default is 5", "controller-runtime's 20", "client-go's default is 10", "controller-runtime's 30"} {
+	for _, want := range []string{"on with the embedded fake cluster; off with -kubeconfig", "client-go's default is 5", "controller-runtime's GetConfig turns the client-side limit off", "client-go's default is 10"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("-h lacks %q:\n%s", want, usage)
 		}
