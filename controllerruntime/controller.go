@@ -117,7 +117,8 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 			}
 		case res.RequeueAfter > 0:
 			span.SetAttributes(resultRequeueAfter)
-		case res.Requeue: //nolint:staticcheck // controller-runtime still honours it
+		//lint:ignore SA1019 controller-runtime still honours Requeue
+		case res.Requeue:
 			span.SetAttributes(resultRequeue)
 		default:
 			span.SetAttributes(resultSuccess)

@@ -138,7 +138,8 @@ func TestTraceparentReader(t *testing.T) {
 	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricInvalidTraceparents, "{annotation}", true, *attribute.EmptySet(), 5))
 
 	// ContextWith: the annotation's context for AddContext, or ctx itself.
-	base := context.WithValue(context.Background(), struct{}{}, "base")
+	type baseKey struct{}
+	base := context.WithValue(context.Background(), baseKey{}, "base")
 	if got := r.ContextWith(base, &metav1.ObjectMeta{}); got != base {
 		t.Error("ContextWith without an annotation did not return ctx itself")
 	}

@@ -1,0 +1,154 @@
+// Command clientgo is the client-go controller of the consumer test: built in
+// a fresh module against otelqueue fetched with go get, it reconciles the
+// ConfigMaps of a fake cluster through an instrumented scheduler and a
+// Runner, and checks the metrics and traces it got. It exits 0 and prints
+// "ok" when everything was there.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+const objects = 5
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "clientgo:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer tp.Shutdown(context.Background())
+
+	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	defer inst.Stop()
+
+	cs := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	tracing := otelqueue.NewTraceparentReader()
+	enqueue := func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			queue.AddContext(tracing.ContextWith(ctx, cm), cm.Namespace+"/"+cm.Name)
+		}
+	}
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return err
+	}
+
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		all  = make(chan struct{})
+	)
+	runner, err := otelqueue.NewRunner(queue, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
+		_, span := tp.Tracer("consumer").Start(ctx, "sync "+key)
+		defer span.End()
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[key] {
+			seen[key] = true
+			if len(seen) == objects {
+				close(all)
+			}
+		}
+		return otelqueue.Result{}, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The writer's trace goes on the object, as otelqueue.InjectTraceparent
+	// documents: the reconcile trace links to it.
+	wctx, writer := tp.Tracer("consumer").Start(ctx, "write configmaps")
+	for i := range objects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", i)}}
+		otelqueue.InjectTraceparent(wctx, cm)
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	writer.End()
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	runCtx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- runner.Run(runCtx) }()
+	select {
+	case <-all:
+	case <-ctx.Done():
+		stop()
+		return fmt.Errorf("reconciled %d of %d ConfigMaps before the deadline", len(seen), objects)
+	}
+	stop()
+	if err := <-stopped; err != nil {
+		return err
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		return err
+	}
+	metrics := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			metrics[m.Name] = true
+		}
+	}
+	for _, want := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration, otelqueue.MetricDepth, otelqueue.MetricAdds} {
+		if !metrics[want] {
+			return fmt.Errorf("metric %s missing; got %v", want, metrics)
+		}
+	}
+	names := map[string]int{}
+	linked := 0
+	for _, s := range spans.Ended() {
+		names[s.Name()]++
+		for _, l := range s.Links() {
+			if l.SpanContext.TraceID() == writer.SpanContext().TraceID() {
+				linked++
+			}
+		}
+	}
+	if names["queued"] < objects || names["reconcile"] < objects {
+		return fmt.Errorf("want %d queued and reconcile spans, got %v", objects, names)
+	}
+	if linked < objects {
+		return fmt.Errorf("%d attempts link to the writer's trace, want %d", linked, objects)
+	}
+	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps; spans %v\n", otelqueue.Version(), objects, names)
+	return nil
+}
