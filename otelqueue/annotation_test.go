@@ -144,7 +144,7 @@ func TestTraceparentReader(t *testing.T) {
 		t.Error("ContextWith without an annotation did not return ctx itself")
 	}
 	got := r.ContextWith(base, valid)
-	if sc := trace.SpanContextFromContext(got); sc.SpanID() != writer.SpanID() || got.Value(struct{}{}) != "base" {
+	if sc := trace.SpanContextFromContext(got); sc.SpanID() != writer.SpanID() || got.Value(baseKey{}) != "base" {
 		t.Errorf("ContextWith = %v, want ctx with the writer's span context", sc)
 	}
 }
