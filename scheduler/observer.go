@@ -10,10 +10,8 @@ import (
 // provides the OpenTelemetry implementation; install one with
 // [Scheduler.SetObserver].
 //
-// An Observer that uses only durations, not span timestamps, may also have
-// a method NeedsWallClock() bool that returns false: the scheduler then
-// reads the cheaper monotonic clock only, and the times it reports are
-// relative to the wall clock of the scheduler's creation.
+// An Observer that uses only durations, not span timestamps, may also
+// implement [WallClockObserver].
 //
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
@@ -31,4 +29,16 @@ type Observer[K comparable] interface {
 	// Done for its key, with the context Dequeued returned and the times the
 	// work started (the dequeue) and ended.
 	Done(ctx context.Context, key K, started, ended time.Time)
+}
+
+// WallClockObserver is an Observer that tells the scheduler whether the
+// times it reports must be wall-clock times. When NeedsWallClock returns
+// false (at SetObserver), the scheduler reads the cheaper monotonic clock
+// only, and the times it reports are offsets from the wall clock read at
+// the scheduler's creation: right as durations, but drifting from the wall
+// clock as it is adjusted. An Observer without the method gets wall-clock
+// times.
+type WallClockObserver[K comparable] interface {
+	Observer[K]
+	NeedsWallClock() bool
 }

@@ -116,7 +116,7 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
 	s.wallClock = obs != nil
-	if w, ok := obs.(interface{ NeedsWallClock() bool }); ok {
+	if w, ok := obs.(WallClockObserver[K]); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
 	if s.timed {
