@@ -28,6 +28,14 @@ cd "$(git rev-parse --show-toplevel)"
 
 [ -z "$(git status --porcelain)" ] || die "the working tree is not clean (git status): commit or stash first, so that the release commit holds only the version changes"
 
+if ! grep -qF "## [${version#v}]" CHANGELOG.md; then
+	if [[ $version == *-* ]]; then
+		echo "release: note: CHANGELOG.md has no [${version#v}] section (a pre-release may go without)" >&2
+	else
+		die "CHANGELOG.md has no '## [${version#v}]' section: move the [Unreleased] entries under it and commit first (docs/releasing.md)"
+	fi
+fi
+
 tags=()
 for d in "${tagged_dirs[@]}"; do
 	if [ "$d" = . ]; then tags+=("$version"); else tags+=("$d/$version"); fi
@@ -62,7 +70,7 @@ if ! (cd release && "$GO" test -count=1 ./...); then
 fi
 
 echo
-echo "Ready. Review the diff (git diff), update CHANGELOG.md, then:"
+echo "Ready. Review the diff (git diff), then:"
 echo "  git commit -am 'release $version'"
 for t in "${tags[@]}"; do echo "  git tag -a $t -m 'otelqueue $version'"; done
 echo "  git push origin HEAD ${tags[*]}"
