@@ -14,7 +14,7 @@ import (
 )
 
 // published are the modules a user can go get, with the programs of
-// testdata/ that use them.
+// testdata/ that use them (testdata/check holds what they share).
 var published = []struct {
 	dir     string // under the repository root
 	program string // under testdata/
@@ -61,24 +61,16 @@ func TestConsumer(t *testing.T) {
 	for i := range paths {
 		goCmd(t, work, env, "get", paths[len(paths)-1-i]+"@"+version)
 	}
-	for _, p := range published {
-		src, err := os.ReadFile(filepath.Join("testdata", p.program, "main.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(work, "cmd", p.program)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	// The programs and their shared package check, as packages of the
+	// consumer module (example.com/consumer/...).
+	if err := os.CopyFS(work, os.DirFS("testdata")); err != nil {
+		t.Fatal(err)
 	}
 	goCmd(t, work, env, "mod", "tidy")
 	checkRequires(t, work, paths, version)
 
 	bin := filepath.Join(work, "bin")
-	goCmd(t, work, env, "build", "-o", bin+string(filepath.Separator), "./cmd/...")
+	goCmd(t, work, env, "build", "-o", bin+string(filepath.Separator), "./...")
 	for _, p := range published {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		out, err := exec.CommandContext(ctx, filepath.Join(bin, p.program)).CombinedOutput()

@@ -9,11 +9,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"example.com/consumer/check"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -68,22 +67,11 @@ func run() error {
 		return err
 	}
 
-	var (
-		mu   sync.Mutex
-		seen = map[string]bool{}
-		all  = make(chan struct{})
-	)
+	keys := check.NewKeys(objects)
 	runner, err := otelqueue.NewRunner(queue, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
 		_, span := tp.Tracer("consumer").Start(ctx, "sync "+key)
 		defer span.End()
-		mu.Lock()
-		defer mu.Unlock()
-		if !seen[key] {
-			seen[key] = true
-			if len(seen) == objects {
-				close(all)
-			}
-		}
+		keys.Reconciled(key)
 		return otelqueue.Result{}, nil
 	})
 	if err != nil {
@@ -104,47 +92,23 @@ func run() error {
 
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	runCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- runner.Run(runCtx) }()
-	select {
-	case <-all:
-	case <-ctx.Done():
-		stop()
-		return fmt.Errorf("reconciled %d of %d ConfigMaps before the deadline", len(seen), objects)
-	}
-	stop()
-	if err := <-stopped; err != nil {
+	if err := check.Run(ctx, keys, runner.Run); err != nil {
 		return err
 	}
-
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
+	if err := check.Metrics(reader); err != nil {
 		return err
 	}
-	metrics := map[string]bool{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			metrics[m.Name] = true
-		}
+	names, err := check.Attempts(spans.Ended(), objects)
+	if err != nil {
+		return err
 	}
-	for _, want := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration, otelqueue.MetricDepth, otelqueue.MetricAdds} {
-		if !metrics[want] {
-			return fmt.Errorf("metric %s missing; got %v", want, metrics)
-		}
-	}
-	names := map[string]int{}
 	linked := 0
 	for _, s := range spans.Ended() {
-		names[s.Name()]++
 		for _, l := range s.Links() {
 			if l.SpanContext.TraceID() == writer.SpanContext().TraceID() {
 				linked++
 			}
 		}
-	}
-	if names["queued"] < objects || names["reconcile"] < objects {
-		return fmt.Errorf("want %d queued and reconcile spans, got %v", objects, names)
 	}
 	if linked < objects {
 		return fmt.Errorf("%d attempts link to the writer's trace, want %d", linked, objects)
