@@ -6,14 +6,51 @@ package check
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
+
+// Main runs run with a context that ends after timeout and exits 1 with
+// its error, prefixed by the program's name.
+func Main(program string, timeout time.Duration, run func(context.Context, *SDK) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	sdk := newSDK()
+	err := run(ctx, sdk)
+	sdk.shutdown()
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", program, err)
+		os.Exit(1)
+	}
+}
+
+// SDK is the OpenTelemetry SDK a program's queue reports to.
+type SDK struct {
+	Reader         *sdkmetric.ManualReader
+	MeterProvider  *sdkmetric.MeterProvider
+	Spans          *tracetest.SpanRecorder
+	TracerProvider *sdktrace.TracerProvider
+}
+
+func newSDK() *SDK {
+	s := &SDK{Reader: sdkmetric.NewManualReader(), Spans: tracetest.NewSpanRecorder()}
+	s.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(s.Reader))
+	s.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(s.Spans))
+	return s
+}
+
+func (s *SDK) shutdown() {
+	_ = s.MeterProvider.Shutdown(context.Background())
+	_ = s.TracerProvider.Shutdown(context.Background())
+}
 
 // Keys counts the distinct keys reconciled.
 type Keys struct {
@@ -47,8 +84,19 @@ func (k *Keys) count() int {
 }
 
 // Run runs start in a goroutine until every key was reconciled, then
-// cancels its context and returns what it returned.
-func Run(ctx context.Context, keys *Keys, start func(context.Context) error) error {
+// cancels its context, and checks what start returned, the metrics and the
+// spans. It returns the number of spans by name.
+func (s *SDK) Run(ctx context.Context, keys *Keys, start func(context.Context) error) (map[string]int, error) {
+	if err := run(ctx, keys, start); err != nil {
+		return nil, err
+	}
+	if err := Metrics(s.Reader); err != nil {
+		return nil, err
+	}
+	return Attempts(s.Spans.Ended(), keys.want)
+}
+
+func run(ctx context.Context, keys *Keys, start func(context.Context) error) error {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	stopped := make(chan error, 1)

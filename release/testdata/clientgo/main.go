@@ -8,12 +8,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -27,23 +23,11 @@ import (
 
 const objects = 5
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "clientgo:", err)
-		os.Exit(1)
-	}
-}
+func main() { check.Main("clientgo", time.Minute, run) }
 
-func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func run(ctx context.Context, sdk *check.SDK) error {
 
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	defer tp.Shutdown(context.Background())
+	mp, tp := sdk.MeterProvider, sdk.TracerProvider
 
 	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
 	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
@@ -92,18 +76,12 @@ func run() error {
 
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if err := check.Run(ctx, keys, runner.Run); err != nil {
-		return err
-	}
-	if err := check.Metrics(reader); err != nil {
-		return err
-	}
-	names, err := check.Attempts(spans.Ended(), objects)
+	names, err := sdk.Run(ctx, keys, runner.Run)
 	if err != nil {
 		return err
 	}
 	linked := 0
-	for _, s := range spans.Ended() {
+	for _, s := range sdk.Spans.Ended() {
 		for _, l := range s.Links() {
 			if l.SpanContext.TraceID() == writer.SpanContext().TraceID() {
 				linked++

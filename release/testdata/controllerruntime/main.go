@@ -9,13 +9,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/go-logr/logr"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -32,24 +28,12 @@ import (
 
 const objects = 5
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "controllerruntime:", err)
-		os.Exit(1)
-	}
-}
+func main() { check.Main("controllerruntime", time.Minute, run) }
 
-func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func run(ctx context.Context, sdk *check.SDK) error {
 	logf.SetLogger(logr.Discard())
 
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	defer tp.Shutdown(context.Background())
+	mp, tp := sdk.MeterProvider, sdk.TracerProvider
 
 	keys := check.NewKeys(objects)
 	otq := controllerruntime.New(otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
@@ -83,25 +67,19 @@ func run() error {
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 
-	if err := check.Run(ctx, keys, c.Start); err != nil {
-		return err
-	}
-	if err := check.Metrics(reader); err != nil {
-		return err
-	}
-	names, err := check.Attempts(spans.Ended(), objects)
+	names, err := sdk.Run(ctx, keys, c.Start)
 	if err != nil {
 		return err
 	}
 	// The reconciler's span is a child of the attempt's "reconcile" span.
 	reconcileSpans := map[string]bool{}
-	for _, s := range spans.Ended() {
+	for _, s := range sdk.Spans.Ended() {
 		if s.Name() == "reconcile" {
 			reconcileSpans[s.SpanContext().SpanID().String()] = true
 		}
 	}
 	children := 0
-	for _, s := range spans.Ended() {
+	for _, s := range sdk.Spans.Ended() {
 		if s.Name() != "queued" && s.Name() != "reconcile" && reconcileSpans[s.Parent().SpanID().String()] {
 			children++
 		}
