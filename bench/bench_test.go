@@ -49,13 +49,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		b.Run("variant="+v.name, func(b *testing.B) {
 			step, stop := v.start(b, queueName)
 			defer stop()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := startCPU()
-			for i := range b.N {
-				step(keys[i%lifecycleKeys])
-			}
-			cpu.report(b)
+			timeSteps(b, step, keys)
 		})
 	}
 }

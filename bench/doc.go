@@ -18,8 +18,13 @@
 //   - BenchmarkPending/variant=V/pending=N: N keys pending far in the future,
 //     each added with a span context. For the scheduler, one op moves one more
 //     key through the delay heap (AddAfterContext far away, AddContext that
-//     makes it ready at once, Get, Done). Both variants report B/pendingkey:
-//     retained heap bytes per pending key.
+//     makes it ready at once, Get, Done). variant=scheduler-nospan is the
+//     same with the N keys added by plain AddAfter, with no span context.
+//     Every variant reports B/pendingkey: retained heap bytes per pending key.
+//   - BenchmarkPriorities/variant=V/priorities=P/op=O: 20k keys pending at P
+//     distinct priorities (1, 1k, 20k), against controller-runtime's
+//     priority queue: op=adds adds them all to an empty queue, op=cycle is
+//     one GetWithPriority -> Done -> add again below every pending key.
 //
 // Lifecycle and Delayed also report cpu-ns/op: the CPU time of the whole
 // process per op (getrusage), which counts the work a queue hands to its own

@@ -59,23 +59,29 @@ func BenchmarkPending(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 			b.ReportMetric(perKey, "B/pendingkey")
 		})
-		b.Run("variant=scheduler/pending="+size.name, func(b *testing.B) {
-			p := newPendingScheduler(size.n)
-			defer p.s.ShutDown()
-			perKey := p.fill()
-			b.ReportAllocs()
-			cpu := startCPU()
-			i := 0
-			for b.Loop() {
-				p.op(i)
-				i++
-			}
-			cpu.report(b)
-			b.ReportMetric(perKey, "B/pendingkey")
-			if got := p.s.Stats().Delayed; got != size.n {
-				b.Fatalf("%d keys delayed after the ops, want %d", got, size.n)
-			}
-		})
+		for _, v := range []struct {
+			name  string
+			plain bool
+		}{{"scheduler", false}, {"scheduler-nospan", true}} {
+			b.Run("variant="+v.name+"/pending="+size.name, func(b *testing.B) {
+				p := newPendingScheduler(size.n)
+				p.plain = v.plain
+				defer p.s.ShutDown()
+				perKey := p.fill()
+				b.ReportAllocs()
+				cpu := startCPU()
+				i := 0
+				for b.Loop() {
+					p.op(i)
+					i++
+				}
+				cpu.report(b)
+				b.ReportMetric(perKey, "B/pendingkey")
+				if got := p.s.Stats().Delayed; got != size.n {
+					b.Fatalf("%d keys delayed after the ops, want %d", got, size.n)
+				}
+			})
+		}
 	}
 }
 
@@ -86,6 +92,7 @@ type pendingScheduler struct {
 	keys  []string
 	extra []string          // keys moved through the heap by op
 	ctxs  []context.Context // their enqueue contexts
+	plain bool              // fill adds the n keys with no span context
 }
 
 func newPendingScheduler(n int) *pendingScheduler {
@@ -96,12 +103,16 @@ func newPendingScheduler(n int) *pendingScheduler {
 	return p
 }
 
-// fill adds the n pending keys, each with its own span context, and returns
-// the live heap retained per key.
+// fill adds the n pending keys, each with its own span context (none when
+// p.plain: plain AddAfter), and returns the live heap retained per key.
 func (p *pendingScheduler) fill() float64 {
 	return retainedPerKey(p.n, func() {
 		bg := context.Background()
 		for i, k := range p.keys {
+			if p.plain {
+				p.s.AddAfter(k, pendingDelay(i, p.n))
+				continue
+			}
 			p.s.AddAfterContext(trace.ContextWithSpanContext(bg, spanContext(i)), k, pendingDelay(i, p.n))
 		}
 	})

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -26,8 +29,9 @@ import (
 // Use one Controller per controller-runtime controller: a Controller keeps
 // the last queue built by its NewQueue.
 type Controller[request comparable] struct {
-	opts  []otelqueue.Option
-	queue atomic.Pointer[Queue[request]]
+	opts    []otelqueue.Option
+	queue   atomic.Pointer[Queue[request]]
+	workers atomic.Int64 // set by Options; 0 when unknown
 }
 
 // New returns a Controller for a controller of reconcile.Request whose
@@ -47,11 +51,42 @@ func NewTyped[request comparable](opts ...otelqueue.Option) *Controller[request]
 // reconciler. Called again for another controller, it reports the misuse to
 // otel.Handle and the wrapped reconciler follows the new queue.
 func (c *Controller[request]) NewQueue(controllerName string, rl workqueue.TypedRateLimiter[request]) workqueue.TypedRateLimitingInterface[request] {
-	q := newQueue(controllerName, rl, c.opts)
+	opts := c.opts
+	if n := c.workers.Load(); n > 0 {
+		opts = append(slices.Clip(opts), otelqueue.WithWorkers(int(n)))
+	}
+	q := newQueue(controllerName, rl, opts)
 	if old := c.queue.Swap(q); old != nil && old.Name() != controllerName {
 		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: one Controller used for controllers %q and %q: use one Controller per controller", old.Name(), controllerName))
 	}
 	return q
+}
+
+// Options returns o with NewQueue set to c.NewQueue, and tells c the
+// controller's worker count, so that the queue reports it as
+// otelqueue.MetricWorkers (workqueue_workers, equal to controller-runtime's
+// controller_runtime_max_concurrent_reconciles) beside its active workers.
+// The count is the one controller-runtime uses: o.MaxConcurrentReconciles,
+// else the manager's default (config.Controller.MaxConcurrentReconciles,
+// read from mgr when mgr is not nil), else 1. o itself is returned unchanged
+// but for NewQueue, so controller-runtime resolves its defaults as always.
+// The builder's GroupKindConcurrency, which applies only when
+// o.MaxConcurrentReconciles is 0, is not seen: set MaxConcurrentReconciles
+// when you use it.
+//
+//	builder.ControllerManagedBy(mgr).
+//		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4}))
+func (c *Controller[request]) Options(mgr manager.Manager, o controller.TypedOptions[request]) controller.TypedOptions[request] {
+	n := o.MaxConcurrentReconciles
+	if n <= 0 && mgr != nil {
+		n = mgr.GetControllerOptions().MaxConcurrentReconciles
+	}
+	if n <= 0 {
+		n = 1
+	}
+	c.workers.Store(int64(n))
+	o.NewQueue = c.NewQueue
+	return o
 }
 
 // Queue returns the queue last built by NewQueue, or nil before the
@@ -61,26 +96,29 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // Reconciler wraps r so that it runs in the trace of the attempt: its ctx is
 // the controller's (logger, reconcileID, cancellation and deadline kept)
 // carrying the attempt's "reconcile" span, so the spans r starts are its
-// children. The wrapper sets the span's "result" attribute and, on error or
-// panic, its status; a panic is re-panicked for controller-runtime to
-// handle. Before the queue exists, or for a request the queue is not
-// processing (r called directly, in a test), r runs with ctx unchanged.
+// children, and its logger (logf.FromContext) has the span's trace_id and
+// span_id, so r's log lines lead to the trace; the span has the attempt's
+// reconcileID (AttrReconcileID), which controller-runtime's own log lines
+// carry. The wrapper records the
+// result on the span as the otelqueue Runner does (otelqueue.Classify and
+// otelqueue.RecordResult); a panic is re-panicked for controller-runtime to
+// handle, and a runtime.Goexit is recorded as a panic and left to go on.
+// Before the queue exists, or for a request the queue is not processing (r
+// called directly, in a test), r runs with ctx unchanged.
 func (c *Controller[request]) Reconciler(r reconcile.TypedReconciler[request]) reconcile.TypedReconciler[request] {
 	return &tracedReconciler[request]{c: c, r: r}
 }
+
+// AttrReconcileID is the attribute of the "reconcile" span that holds
+// controller-runtime's reconcileID of the attempt, which its log lines
+// (such as "Reconciler error") carry: search for it to go from such a line
+// to the trace.
+const AttrReconcileID = attribute.Key("reconcile.id")
 
 type tracedReconciler[request comparable] struct {
 	c *Controller[request]
 	r reconcile.TypedReconciler[request]
 }
-
-var (
-	resultSuccess      = otelqueue.AttrResult.String(otelqueue.ResultSuccess)
-	resultError        = otelqueue.AttrResult.String(otelqueue.ResultError)
-	resultRequeue      = otelqueue.AttrResult.String(otelqueue.ResultRequeue)
-	resultRequeueAfter = otelqueue.AttrResult.String(otelqueue.ResultRequeueAfter)
-	resultPanic        = otelqueue.AttrResult.String(otelqueue.ResultPanic)
-)
 
 func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) (res reconcile.Result, err error) {
 	q := t.c.queue.Load()
@@ -93,35 +131,33 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	}
 	span := trace.SpanFromContext(pctx)
 	ctx = trace.ContextWithSpan(ctx, span)
+	if sc := span.SpanContext(); sc.IsValid() {
+		// The reconciler's log lines lead to the attempt's trace.
+		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues(
+			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String()))
+	}
 	if !span.IsRecording() {
 		return t.r.Reconcile(ctx, req)
+	}
+	if id := controller.ReconcileIDFromContext(ctx); id != "" {
+		// controller-runtime's own log lines ("Reconciler error") carry it.
+		span.SetAttributes(AttrReconcileID.String(string(id)))
 	}
 
 	panicked := true
 	defer func() {
 		if panicked {
 			p := recover()
-			perr := fmt.Errorf("panic: %v", p)
-			span.RecordError(perr, trace.WithAttributes(attribute.String("exception.stacktrace", string(debug.Stack()))))
-			span.SetStatus(codes.Error, perr.Error())
-			span.SetAttributes(resultPanic)
-			panic(p)
-		}
-		switch {
-		case err != nil:
-			span.SetAttributes(resultError)
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			if errors.Is(err, reconcile.TerminalError(nil)) {
-				span.SetAttributes(attribute.Bool("reconcile.terminal", true))
+			otelqueue.RecordResult(span, otelqueue.ResultPanic, otelqueue.NewPanicError(p, debug.Stack()))
+			if p != nil {
+				panic(p) // for controller-runtime to handle; a runtime.Goexit goes on by itself
 			}
-		case res.RequeueAfter > 0:
-			span.SetAttributes(resultRequeueAfter)
-		//lint:ignore SA1019 controller-runtime still honours Requeue
-		case res.Requeue:
-			span.SetAttributes(resultRequeue)
-		default:
-			span.SetAttributes(resultSuccess)
+			return
+		}
+		//lint:ignore SA1019 controller-runtime still honours Result.Requeue
+		otelqueue.RecordResult(span, otelqueue.Classify(otelqueue.Result{Requeue: res.Requeue, RequeueAfter: res.RequeueAfter}, err), err)
+		if err != nil && errors.Is(err, reconcile.TerminalError(nil)) {
+			span.SetAttributes(attribute.Bool("reconcile.terminal", true))
 		}
 	}()
 	res, err = t.r.Reconcile(ctx, req)

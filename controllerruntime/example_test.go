@@ -40,7 +40,7 @@ func Example() {
 	err = builder.ControllerManagedBy(mgr).
 		Named("configmaps").
 		Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject()).
-		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: 4}).
+		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4})). // sets NewQueue, reports the 4 workers
 		Complete(otq.Reconciler(reconciler))
 	if err != nil {
 		panic(err)

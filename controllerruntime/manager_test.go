@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/codes"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -73,18 +74,36 @@ type running struct {
 	otq    *controllerruntime.Controller[reconcile.Request]
 }
 
+// startConfig is what startOptions change in startController.
+type startConfig struct {
+	// controller is the manager's default controller configuration.
+	controller config.Controller
+	// options returns the controller's Options; by default NewQueue set to
+	// the Controller's, and SkipNameValidation.
+	options func(mgr manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options
+}
+
+type startOption func(*startConfig)
+
 // startController starts a manager (no API server) with one controller
 // named name, built by builder.ControllerManagedBy with the Controller's
 // NewQueue and wrapped reconciler, watching a channel through
 // EnqueueRequestForObject. The manager stops when the test ends.
-func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reconciler) *running {
+func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reconciler, opts ...startOption) *running {
 	t.Helper()
+	sc := startConfig{options: func(_ manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options {
+		return controller.Options{NewQueue: otq.NewQueue, SkipNameValidation: ptr.To(true)}
+	}}
+	for _, o := range opts {
+		o(&sc)
+	}
 	run := &running{events: make(chan event.GenericEvent), logs: new(logLines)}
 	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		Logger:                 funcr.New(run.logs.add, funcr.Options{}),
+		Controller:             sc.controller,
 	})
 	if err != nil {
 		t.Fatalf("manager.New: %v", err)
@@ -93,21 +112,13 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 	handler := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
 	err = builder.ControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(controller.Options{NewQueue: run.otq.NewQueue, SkipNameValidation: ptr.To(true)}).
+		WithOptions(sc.options(mgr, run.otq)).
 		WatchesRawSource(source.Channel(run.events, handler)).
 		Complete(run.otq.Reconciler(r))
 	if err != nil {
 		t.Fatalf("builder: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 1)
-	go func() { errc <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := receive(t, errc, "the manager to stop"); err != nil {
-			t.Errorf("manager.Start: %v", err)
-		}
-	})
+	startManager(t, mgr)
 	return run
 }
 
@@ -157,13 +168,8 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // trace, its link to the object's writer, the reconciler's ctx, the
 // exemplar, and the metric names in both Prometheus registries.
 func TestManagerTrace(t *testing.T) {
-	noErrors(t)
-	reg := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tel := newTelemetry(t, exporter)
+	testutil.NoOTelErrors(t)
+	tel, reg := newPromTelemetry(t)
 	const name = "configmaps"
 
 	type seen struct {
@@ -181,7 +187,7 @@ func TestManagerTrace(t *testing.T) {
 
 	cm, writer := writeConfigMap(t, tel, "settings")
 	run.send(t, cm)
-	got := receive(t, done, "the reconcile")
+	got := testutil.Receive(t, done, "the reconcile")
 	if got.req.Namespace != "default" || got.req.Name != "settings" {
 		t.Errorf("reconciled %v, want default/settings", got.req)
 	}
@@ -193,12 +199,12 @@ func TestManagerTrace(t *testing.T) {
 	} else if !strings.Contains(line, "reconcileID") || !strings.Contains(line, `"controller"="`+name+`"`) {
 		t.Errorf("the reconciler's logger lost controller-runtime's values: %s", line)
 	}
-	waitFor(t, "the attempt's root span to end", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 1
+	testutil.WaitFor(t, "the attempt's root span to end", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 1
 	})
 
 	spans := tel.sr.Ended()
-	root := oneSpan(t, spans, "process "+name)
+	root := testutil.OneSpan(t, spans, "process "+name)
 	if root.Parent().IsValid() {
 		t.Errorf("root span has parent %v, want a new root", root.Parent())
 	}
@@ -216,13 +222,13 @@ func TestManagerTrace(t *testing.T) {
 	}
 
 	children := childrenOf(spans, root.SpanContext())
-	names := spanNames(children)
+	names := testutil.SpanNames(children)
 	slices.Sort(names)
 	if !slices.Equal(names, []string{otelqueue.SpanQueued, otelqueue.SpanReconcile}) {
 		t.Fatalf("root's children = %q, want queued and reconcile", names)
 	}
-	rec := oneSpan(t, spans, otelqueue.SpanReconcile)
-	user := oneSpan(t, spans, "update status")
+	rec := testutil.OneSpan(t, spans, otelqueue.SpanReconcile)
+	user := testutil.OneSpan(t, spans, "update status")
 	if user.Parent().SpanID() != rec.SpanContext().SpanID() || user.SpanContext().TraceID() != root.SpanContext().TraceID() {
 		t.Errorf("the reconciler's span has parent %v, want the reconcile span %v", user.Parent(), rec.SpanContext())
 	}
@@ -235,7 +241,7 @@ func TestManagerTrace(t *testing.T) {
 
 	// The queue-wait histogram points, through its exemplar, to this trace.
 	rm := tel.collect(t)
-	h, ok := findMetric(t, rm, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64])
+	h, ok := testutil.FindMetric(t, rm, otelqueue.ScopeName, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64])
 	if !ok || len(h.DataPoints) != 1 {
 		t.Fatalf("queue duration: %+v", h)
 	}
@@ -290,7 +296,7 @@ func TestManagerTrace(t *testing.T) {
 // requeue the request rate-limited; the failed attempt's reconcile span has
 // the error, and the retry's trace links to it.
 func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	const name = "retries"
 	var calls int
@@ -309,18 +315,18 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	}))
 	cm, _ := writeConfigMap(t, tel, "flaky")
 	run.send(t, cm)
-	receive(t, done, "the first reconcile")
-	receive(t, done, "the retry")
-	waitFor(t, "both attempts' root spans", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 2
+	testutil.Receive(t, done, "the first reconcile")
+	testutil.Receive(t, done, "the retry")
+	testutil.WaitFor(t, "both attempts' root spans", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 2
 	})
 	spans := tel.sr.Ended()
-	roots := spansNamed(spans, "process "+name)
+	roots := testutil.SpansNamed(spans, "process "+name)
 	first, second := roots[0], roots[1]
 	if attr(first, string(otelqueue.AttrAttempt)) != "1" || attr(second, string(otelqueue.AttrAttempt)) != "2" {
 		t.Errorf("attempts = %s, %s; want 1, 2", attr(first, string(otelqueue.AttrAttempt)), attr(second, string(otelqueue.AttrAttempt)))
 	}
-	recs := spansNamed(spans, otelqueue.SpanReconcile)
+	recs := testutil.SpansNamed(spans, otelqueue.SpanReconcile)
 	var failed sdktrace.ReadOnlySpan
 	for _, s := range recs {
 		if s.SpanContext().TraceID() == first.SpanContext().TraceID() {
@@ -347,7 +353,7 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 // TestManagerPanic: a panic in the reconciler is recorded on the reconcile
 // span and still handled by controller-runtime (recovered and retried).
 func TestManagerPanic(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	const name = "panics"
 	var once sync.Once
@@ -359,12 +365,12 @@ func TestManagerPanic(t *testing.T) {
 	}))
 	cm, _ := writeConfigMap(t, tel, "fragile")
 	run.send(t, cm)
-	receive(t, done, "the reconcile after the panic")
-	waitFor(t, "both attempts' root spans", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == 2
+	testutil.Receive(t, done, "the reconcile after the panic")
+	testutil.WaitFor(t, "both attempts' root spans", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 2
 	})
 	var results []string
-	for _, s := range spansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
+	for _, s := range testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
 		results = append(results, attr(s, string(otelqueue.AttrResult)))
 		if attr(s, string(otelqueue.AttrResult)) == otelqueue.ResultPanic && s.Status().Code != codes.Error {
 			t.Errorf("panicked reconcile status = %v, want error", s.Status())
@@ -399,9 +405,11 @@ func sortedKeys(m map[string]*dto.MetricFamily) []string {
 
 // hasLabels reports whether mf has a series with all the labels given.
 func hasLabels(mf *dto.MetricFamily, want map[string]string) bool {
-	if mf == nil {
-		return false
-	}
+	return series(mf, want) != nil
+}
+
+// series returns the first series of mf with all the labels given, or nil.
+func series(mf *dto.MetricFamily, want map[string]string) *dto.Metric {
 	for _, m := range mf.GetMetric() {
 		got := map[string]string{}
 		for _, lp := range m.GetLabel() {
@@ -412,8 +420,8 @@ func hasLabels(mf *dto.MetricFamily, want map[string]string) bool {
 			ok = ok && got[k] == v
 		}
 		if ok {
-			return true
+			return m
 		}
 	}
-	return false
+	return nil
 }

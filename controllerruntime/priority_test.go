@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -35,7 +36,7 @@ import (
 // queue and into controller-runtime's: each request must come out with the
 // same priority (the initial list and resyncs low, real changes 0).
 func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	obj := func(name, rv string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv}}
@@ -99,7 +100,7 @@ func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
 // before the rest of that list; the depth is reported by priority; the
 // changed object's reconcile still links to its writer.
 func TestManagerPriorities(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	const name = "prioritized"
 	ctx, cancel := context.WithCancel(context.Background())
@@ -160,7 +161,7 @@ func TestManagerPriorities(t *testing.T) {
 	go func() { errc <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		if err := receive(t, errc, "the manager to stop"); err != nil {
+		if err := testutil.Receive(t, errc, "the manager to stop"); err != nil {
 			t.Errorf("manager.Start: %v", err)
 		}
 	}()
@@ -169,12 +170,12 @@ func TestManagerPriorities(t *testing.T) {
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	defer unblock() // before the manager stops, should the test fail first
 
-	busy := receive(t, started, "the first reconcile")
+	busy := testutil.Receive(t, started, "the first reconcile")
 	if !slices.Contains(initial, busy) {
 		t.Fatalf("first reconcile %q is not from the initial list", busy)
 	}
 	q := otq.Queue()
-	waitFor(t, "the rest of the initial list to be queued", func() bool { return q.Len() == len(initial)-1 })
+	testutil.WaitFor(t, "the rest of the initial list to be queued", func() bool { return q.Len() == len(initial)-1 })
 
 	// Two real changes while the only worker is busy: an update of an
 	// object of the initial list (its pending request is raised) and a new
@@ -201,7 +202,7 @@ func TestManagerPriorities(t *testing.T) {
 	}
 
 	wantDepth := map[string]int64{"0": 2, strconv.Itoa(handler.LowPriority): int64(len(initial) - 2)}
-	waitFor(t, "two requests at priority 0", func() bool {
+	testutil.WaitFor(t, "two requests at priority 0", func() bool {
 		got := map[string]int64{}
 		for _, dp := range depthPoints(t, tel) {
 			p, _ := dp.Attributes.Value(otelqueue.AttrPriority)
@@ -211,7 +212,7 @@ func TestManagerPriorities(t *testing.T) {
 	})
 
 	unblock()
-	waitFor(t, "every request to be reconciled", func() bool {
+	testutil.WaitFor(t, "every request to be reconciled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(order) == len(initial)+1
@@ -225,11 +226,11 @@ func TestManagerPriorities(t *testing.T) {
 	}
 
 	// The changed object's attempt links to its writer.
-	waitFor(t, "the attempts' root spans", func() bool {
-		return len(spansNamed(tel.sr.Ended(), "process "+name)) == len(initial)+1
+	testutil.WaitFor(t, "the attempts' root spans", func() bool {
+		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == len(initial)+1
 	})
 	linked := false
-	for _, root := range spansNamed(tel.sr.Ended(), "process "+name) {
+	for _, root := range testutil.SpansNamed(tel.sr.Ended(), "process "+name) {
 		for _, l := range root.Links() {
 			linked = linked || l.SpanContext.TraceID() == writer.TraceID() && l.SpanContext.SpanID() == writer.SpanID()
 		}
@@ -242,6 +243,6 @@ func TestManagerPriorities(t *testing.T) {
 // depthPoints collects the depth's data points.
 func depthPoints(t *testing.T, tel *telemetry) []metricdata.DataPoint[int64] {
 	t.Helper()
-	m := findMetric(t, tel.collect(t), otelqueue.MetricDepth)
+	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, otelqueue.MetricDepth)
 	return m.Data.(metricdata.Sum[int64]).DataPoints
 }

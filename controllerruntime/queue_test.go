@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -43,7 +44,7 @@ func newQueue(t *testing.T, tel *telemetry, name string) *controllerruntime.Queu
 // NewQueue to priorityqueue.PriorityQueue and only wraps it otherwise;
 // handlers then receive it as it is.
 func TestQueueIsAPriorityQueue(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	q := newQueue(t, newTelemetry(t), "pq")
 	if _, ok := any(q).(priorityqueue.PriorityQueue[reconcile.Request]); !ok {
 		t.Fatal("Queue does not implement priorityqueue.PriorityQueue")
@@ -56,7 +57,7 @@ func TestQueueIsAPriorityQueue(t *testing.T) {
 // TestAddWithOpts: RateLimited, After and plain adds keep their meaning,
 // and priorities order the ready keys as controller-runtime's queue does.
 func TestAddWithOpts(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	q := newQueue(t, newTelemetry(t), "opts")
 	high, low := 10, -100
 	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, req("initial"))
@@ -93,7 +94,7 @@ func TestAddWithOpts(t *testing.T) {
 
 // TestAddWithOptsContext keeps the caller's span context with the key.
 func TestAddWithOptsContext(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	q := newQueue(t, tel, "optsctx")
 	ctx, span := tel.tp.Tracer("test").Start(context.Background(), "enqueuer")
@@ -112,10 +113,10 @@ func TestAddWithOptsContext(t *testing.T) {
 // TestNewQueueInvalidOption: the error goes to otel.Handle and the queue
 // works, uninstrumented.
 func TestNewQueueInvalidOption(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	wq := controllerruntime.NewQueue(otelqueue.WithExplicitBuckets(2, 1))("bad", limiter())
 	defer wq.ShutDown()
-	if errs := otelErrors.take(); len(errs) != 1 {
+	if errs := testutil.TakeOTelErrors(); len(errs) != 1 {
 		t.Errorf("otel.Handle got %v, want one error", errs)
 	}
 	q := wq.(*controllerruntime.Queue[reconcile.Request])
@@ -131,7 +132,7 @@ func TestNewQueueInvalidOption(t *testing.T) {
 // TestControllerReusedReports: one Controller for two controllers is
 // reported; the wrapped reconciler follows the last queue.
 func TestControllerReusedReports(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	c := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
 	if c.Queue() != nil {
@@ -140,7 +141,7 @@ func TestControllerReusedReports(t *testing.T) {
 	c.NewQueue("one", limiter()).ShutDown()
 	q2 := c.NewQueue("two", limiter())
 	defer q2.ShutDown()
-	if errs := otelErrors.take(); len(errs) != 1 {
+	if errs := testutil.TakeOTelErrors(); len(errs) != 1 {
 		t.Errorf("otel.Handle got %v, want one error", errs)
 	}
 	if c.Queue().Name() != "two" {
@@ -152,7 +153,7 @@ func TestControllerReusedReports(t *testing.T) {
 // processing, or before the queue exists, the wrapped reconciler runs with
 // ctx unchanged.
 func TestReconcilerOutsideTheQueue(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	c := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
 	type key struct{}
@@ -178,7 +179,7 @@ func TestReconcilerOutsideTheQueue(t *testing.T) {
 // client-go queue) the handler still enqueues, as controller-runtime's
 // does.
 func TestHandlerFallsBackToAdd(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	q := workqueue.NewTypedRateLimitingQueue(limiter())
 	defer q.ShutDown()
@@ -194,7 +195,7 @@ func TestHandlerFallsBackToAdd(t *testing.T) {
 // TestTypedHandlerEvents: every event kind enqueues the object, through
 // AddWithOptions with the annotation's span context.
 func TestTypedHandlerEvents(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	q := newQueue(t, tel, "typed")
 	h := controllerruntime.TypedEnqueueRequestForObject[*corev1.ConfigMap](otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
@@ -235,7 +236,7 @@ func TestTypedHandlerEvents(t *testing.T) {
 // already waiting: as controller-runtime's priority queue, checked
 // alongside as the oracle.
 func TestQueueShutDownLikeControllerRuntime(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	for name, q := range map[string]priorityqueue.PriorityQueue[reconcile.Request]{
 		"controller-runtime": priorityqueue.New[reconcile.Request]("oracle-stopping"),
@@ -253,10 +254,10 @@ func TestQueueShutDownLikeControllerRuntime(t *testing.T) {
 		}()
 		// The getter waits (nothing is ready) when ShutDown comes, then the
 		// held key becomes ready.
-		waitBlocked(t, "GetWithPriority")
+		testutil.WaitBlocked(t, "GetWithPriority", testutil.AnyBlocked, 1)
 		q.ShutDown()
 		q.Done(req("busy"))
-		if !receive(t, waiter, name+": the waiting getter") {
+		if !testutil.Receive(t, waiter, name+": the waiting getter") {
 			t.Errorf("%s: the waiting getter got a key after ShutDown", name)
 		}
 		q.Add(req("a")) // ignored

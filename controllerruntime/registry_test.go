@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 // TestServedWithControllerRuntimesQueues: an application that moves one
@@ -31,7 +33,7 @@ func TestServedWithControllerRuntimesQueues(t *testing.T) {
 		{"WithoutScopeInfo", []otelprom.Option{otelprom.WithoutScopeInfo()}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			noErrors(t)
+			testutil.NoOTelErrors(t)
 			reg := prometheus.NewRegistry()
 			exporter, err := otelprom.New(append(tc.opts, otelprom.WithRegisterer(reg))...)
 			if err != nil {

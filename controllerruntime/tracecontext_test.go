@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -53,7 +54,7 @@ func ownerHandler(t *testing.T) handler.EventHandler {
 // object and with controller-runtime's priorities, the same as it gives on
 // its own priority queue (the oracle).
 func TestWithTraceContextOwner(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	initial, scInitial := ownedSecret(t, tel, "s1", "listed", "5")
 	oldS, _ := ownedSecret(t, tel, "s2", "changed", "6")
@@ -101,7 +102,7 @@ func TestWithTraceContextOwner(t *testing.T) {
 // object all link to that object's writer; a plain client-go queue is
 // passed through and still gets them.
 func TestWithTraceContextMapFunc(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	fanOut := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{req(o.GetName() + "-a"), req(o.GetName() + "-b")}
@@ -124,7 +125,7 @@ func TestWithTraceContextMapFunc(t *testing.T) {
 // TestWithTraceContextAddAfter: a handler's AddAfter and AddRateLimited keep
 // the link too, and count as retries as the queue's own do.
 func TestWithTraceContextAddAfter(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	h := controllerruntime.WithTraceContext(handler.Funcs{
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -153,7 +154,7 @@ func TestWithTraceContextAddAfter(t *testing.T) {
 // Secret with no owner) does not count its invalid annotation, and one that
 // enqueues two requests counts it once.
 func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	readerOpts := otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp))
 	bad := func(name string, owned bool) *corev1.Secret {
@@ -177,7 +178,7 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	if q.Len() != 2 {
 		t.Fatalf("Len = %d, want the 2 mapped requests", q.Len())
 	}
-	m := findMetric(t, tel.collect(t), otelqueue.MetricInvalidTraceparents)
+	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, otelqueue.MetricInvalidTraceparents)
 	var total int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		total += dp.Value
@@ -190,7 +191,7 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 // TestWithTraceContextConcurrentAdds: a handler that adds from several
 // goroutines during one event (run with -race) gets the link on each.
 func TestWithTraceContextConcurrentAdds(t *testing.T) {
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	h := controllerruntime.WithTraceContext(handler.Funcs{
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

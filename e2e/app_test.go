@@ -76,6 +76,17 @@ func startApp(t *testing.T, service string, args ...string) *appRun {
 // telemetry over OTLP (its own /metrics still serves).
 func startAppExporting(t *testing.T, export bool, service string, args ...string) *appRun {
 	t.Helper()
+	var env []string
+	if export {
+		env = stack.OTelEnv()
+	}
+	return startAppEnv(t, env, service, args...)
+}
+
+// startAppEnv is startApp with the OTEL_* variables env (none: no OTLP
+// export) instead of the stack's gRPC settings.
+func startAppEnv(t *testing.T, env []string, service string, args ...string) *appRun {
+	t.Helper()
 	bin, err := appBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -87,10 +98,7 @@ func startAppExporting(t *testing.T, export bool, service string, args ...string
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	args = append([]string{"-metrics-addr", addr, "-summary-interval", "1s"}, args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
-	if export {
-		cmd.Env = append(cmd.Env, stack.OTelEnv()...)
-	}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Env = append(cmd.Env, "OTEL_SERVICE_NAME="+service, "OTEL_METRIC_EXPORT_INTERVAL=1000", "OTEL_BSP_SCHEDULE_DELAY=500")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pipe, err := cmd.StderrPipe()

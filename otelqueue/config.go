@@ -47,6 +47,10 @@ type config struct {
 	controller     string
 	buckets        []float64
 	parentMode     bool
+	linkSource     any     // a LinkSource[K], checked against the queue's K (WithLinkSource)
+	workers        int     // WithWorkers
+	workersSet     bool    // WithWorkers was given
+	errs           []error // found by setDefaults, reported by validate
 }
 
 func newConfig(opts []Option) config {
@@ -62,10 +66,16 @@ func newConfig(opts []Option) config {
 
 // setDefaults fills what no option set.
 func (c *config) setDefaults() {
-	if c.meterProvider == nil {
+	if isNil(c.meterProvider) {
+		if c.meterProvider != nil {
+			c.errs = append(c.errs, typedNil("WithMeterProvider", c.meterProvider))
+		}
 		c.meterProvider = otel.GetMeterProvider()
 	}
-	if c.tracerProvider == nil {
+	if isNil(c.tracerProvider) {
+		if c.tracerProvider != nil {
+			c.errs = append(c.errs, typedNil("WithTracerProvider", c.tracerProvider))
+		}
 		c.tracerProvider = otel.GetTracerProvider()
 	}
 	if c.propagators == nil {
@@ -78,6 +88,9 @@ func (c *config) setDefaults() {
 
 // validate reports options that cannot be used as given.
 func (c *config) validate() error {
+	if len(c.errs) > 0 {
+		return errors.Join(c.errs...)
+	}
 	for i, b := range c.buckets {
 		if math.IsNaN(b) || math.IsInf(b, 0) {
 			return fmt.Errorf("otelqueue: bucket boundary %d is %v: boundaries must be finite numbers of seconds", i, b)
@@ -85,6 +98,9 @@ func (c *config) validate() error {
 		if i > 0 && b <= c.buckets[i-1] {
 			return fmt.Errorf("otelqueue: bucket boundaries must increase strictly, but %v follows %v", b, c.buckets[i-1])
 		}
+	}
+	if c.workersSet && c.workers < 1 {
+		return fmt.Errorf("otelqueue: WithWorkers needs at least 1 worker, got %d", c.workers)
 	}
 	if len(c.buckets) == 0 {
 		return errors.New("otelqueue: WithExplicitBuckets needs at least one boundary")
@@ -102,12 +118,16 @@ func (c *config) tracing() bool {
 	return true
 }
 
-// WithMeterProvider sets the MeterProvider; the global one by default.
+// WithMeterProvider sets the MeterProvider; the global one by default, and
+// when mp is nil. A nil pointer of a MeterProvider type (a typed nil) is an
+// error from Instrument.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) { c.meterProvider = mp })
 }
 
-// WithTracerProvider sets the TracerProvider; the global one by default.
+// WithTracerProvider sets the TracerProvider; the global one by default,
+// and when tp is nil. A nil pointer of a TracerProvider type (a typed nil)
+// is an error from Instrument.
 // A noop.TracerProvider turns tracing off: metrics are still recorded, with
 // no spans and no exemplars.
 func WithTracerProvider(tp trace.TracerProvider) Option {
@@ -115,7 +135,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithPropagators sets the propagators used to read and write trace context
-// on objects (see ContextFromAnnotations); the global ones by default.
+// on objects (see InjectTraceparent and TraceparentReader); the global ones
+// by default.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagators = p })
 }

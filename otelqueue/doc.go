@@ -19,7 +19,9 @@
 // Through the OpenTelemetry Prometheus exporter the metrics carry
 // controller-runtime's names (workqueue_depth, workqueue_adds_total,
 // workqueue_queue_duration_seconds, ...) and its name and controller labels,
-// so existing dashboards keep working. See the README for the full table.
+// so existing dashboards keep working. The constants below name every
+// instrument; docs/metrics.md in the repository has the full table with
+// kinds, units and Prometheus names.
 //
 // [Runner] runs workers that reconcile keys from an instrumented queue, with
 // results, requeues, panics and graceful shutdown handled and measured.

@@ -126,12 +126,13 @@ func ExampleRunner_Run() {
 
 	slices.Sort(done)
 	fmt.Println(strings.Join(done, "\n"))
-	fmt.Printf("%+v\n", runner.Stats())
+	st := runner.Stats()
+	fmt.Printf("workers %d, active %d, succeeded %d, failed %d\n", st.Workers, st.ActiveWorkers, st.Success, st.Error+st.Panic)
 	// Output:
 	// default/db
 	// default/web
 	// kube-system/dns
-	// {ActiveWorkers:0 Success:3 Error:0 Requeue:0 RequeueAfter:0 Panic:0}
+	// workers 2, active 0, succeeded 3, failed 0
 }
 
 // Serve the queue metrics to Prometheus under controller-runtime's names

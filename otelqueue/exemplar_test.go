@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -84,17 +85,17 @@ func TestExemplarsRunner(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	reconcileSC := receive(t, spans, "the reconcile")
+	reconcileSC := testutil.Receive(t, spans, "the reconcile")
 	e.clock.Step(4 * time.Second)
 	close(release)
-	waitFor(t, "the Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
 	cancel()
-	if err := receive(t, done, "Run to return"); err != nil {
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Fatal(err)
 	}
 
-	queued := oneSpan(t, e.sr.Ended(), otelqueue.SpanQueued).SpanContext()
-	if got := oneSpan(t, e.sr.Ended(), otelqueue.SpanReconcile).SpanContext(); !got.Equal(reconcileSC) {
+	queued := testutil.OneSpan(t, e.sr.Ended(), otelqueue.SpanQueued).SpanContext()
+	if got := testutil.OneSpan(t, e.sr.Ended(), otelqueue.SpanReconcile).SpanContext(); !got.Equal(reconcileSC) {
 		t.Fatalf("the reconciler's ctx carried span %v, want the reconcile span %v", reconcileSC.SpanID(), got.SpanID())
 	}
 	rm := e.collect(t)

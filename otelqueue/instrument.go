@@ -3,6 +3,7 @@ package otelqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -15,7 +16,7 @@ import (
 // returned by Instrument. Stop removes it.
 type Instrumentation struct {
 	reg      metric.Registration
-	detach   func()
+	stop     func()
 	stopOnce sync.Once
 }
 
@@ -25,9 +26,11 @@ type Instrumentation struct {
 //
 // s must be named (scheduler.Config.Name): the name becomes the "name"
 // attribute of every metric and of the spans. Install the instrumentation
-// before the queue is used. Errors in creating instruments go to otel.Handle
-// and leave the others working; Instrument itself fails only on a nil or
-// unnamed scheduler or an invalid option.
+// before the queue is used. A scheduler has at most one live
+// Instrumentation: Instrument fails on a scheduler instrumented already,
+// until that Instrumentation is stopped. Errors in creating instruments go
+// to otel.Handle and leave the others working; Instrument itself fails only
+// on a nil, unnamed or already instrumented scheduler or an invalid option.
 func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instrumentation, error) {
 	if s == nil {
 		return nil, errors.New("otelqueue: Instrument needs a scheduler, got nil")
@@ -39,6 +42,16 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkLinkSource[K](&c, s.Name()); err != nil {
+		return nil, err
+	}
+	b := bindingOf(s)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.instrumented {
+		return nil, fmt.Errorf("otelqueue: the scheduler %q is instrumented already: Stop its Instrumentation before instrumenting it again (two would count everything twice)", s.Name())
+	}
+
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
 	obs := newObserver[K](&c, in, s.Name(), attrs)
@@ -55,8 +68,13 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
 		o.ObserveFloat64(in.oldestPending, st.OldestPending.Seconds(), observe)
-		if rc := obs.runner.Load(); rc != nil {
+		workers := int64(c.workers)
+		if rc := b.runner.Load(); rc != nil {
 			rc.observe(o, in, attrs)
+			workers = rc.workers
+		}
+		if workers > 0 {
+			o.ObserveInt64(in.workers, workers, observe)
 		}
 		return nil
 	}, in.observables()...)
@@ -64,26 +82,32 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		otel.Handle(err)
 	}
 	s.SetObserver(obs)
+	b.instrumented = true
 	return &Instrumentation{
 		reg: reg,
-		detach: func() {
+		stop: func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.instrumented = false
 			if s.Observer() == scheduler.Observer[K](obs) {
-				s.SetObserver(nil)
+				drainAttempts(s, b)
 			}
 		},
 	}, nil
 }
 
-// Stop removes the instrumentation: the scheduler's Observer is uninstalled
-// and the observable instruments are no longer reported. It is safe to call
-// more than once.
+// Stop removes the instrumentation: the observable instruments are no longer
+// reported, and keys handed out from then on get no spans and are not
+// measured. The spans of keys in flight at Stop still end when their Done is
+// called: the scheduler's Observer is uninstalled after the last of them. It
+// is safe to call more than once.
 func (i *Instrumentation) Stop() error {
 	var err error
 	i.stopOnce.Do(func() {
-		i.detach()
 		if i.reg != nil {
 			err = i.reg.Unregister()
 		}
+		i.stop()
 	})
 	return err
 }

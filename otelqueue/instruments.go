@@ -44,6 +44,11 @@ const (
 	// MetricActiveWorkers: workers of a Runner processing a key right now.
 	// workqueue_active_workers.
 	MetricActiveWorkers = "workqueue.active_workers"
+	// MetricWorkers: the configured number of workers of the queue: the
+	// Runner's, or WithWorkers's without a Runner (controller-runtime's
+	// MaxConcurrentReconciles through package controllerruntime). Reported
+	// only when known. workqueue_workers.
+	MetricWorkers = "workqueue.workers"
 	// MetricReconcileResults: reconciles run by a Runner, by "result"
 	// (success, error, requeue, requeue_after, panic).
 	// workqueue_reconcile_results_total.
@@ -103,6 +108,7 @@ type instruments struct {
 	delayed        metric.Int64ObservableUpDownCounter
 	coalesced      metric.Int64ObservableCounter
 	activeWorkers  metric.Int64ObservableUpDownCounter
+	workers        metric.Int64ObservableGauge
 	results        metric.Int64ObservableCounter
 }
 
@@ -185,6 +191,12 @@ func newInstruments(c *config) *instruments {
 	in.delayed = upDown(MetricDelayed, "{item}", "Current number of keys waiting for a delay, rate-limiter backoff or debounce window.")
 	in.coalesced = counter(MetricCoalesced, "{item}", "Total number of adds merged into a key that was already pending.")
 	in.activeWorkers = upDown(MetricActiveWorkers, "{worker}", "Current number of workers processing a key.")
+	in.workers, err = m.Int64ObservableGauge(MetricWorkers, metric.WithUnit("{worker}"),
+		metric.WithDescription("Configured number of workers of the queue, as controller-runtime's max_concurrent_reconciles."))
+	if err != nil {
+		handle(err)
+		in.workers, _ = nm.Int64ObservableGauge(MetricWorkers)
+	}
 	in.results = counter(MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
 	return in
 }
@@ -193,7 +205,7 @@ func newInstruments(c *config) *instruments {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.depth, in.adds, in.retries, in.unfinished, in.longestRunning,
-		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.results,
+		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.results,
 	}
 }
 

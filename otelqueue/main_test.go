@@ -2,13 +2,12 @@ package otelqueue_test
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -17,57 +16,26 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-	"go.uber.org/goleak"
-	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 func TestMain(m *testing.M) {
-	otel.SetErrorHandler(otelErrors)
-	goleak.VerifyTestMain(m)
-}
-
-// otelErrors keeps what reaches otel.Handle, for the tests that expect an
-// error there and for noErrors to check that the others had none. Tests in
-// this package do not run in parallel.
-var otelErrors = new(errorRecorder)
-
-type errorRecorder struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (r *errorRecorder) Handle(err error) {
-	r.mu.Lock()
-	r.errs = append(r.errs, err)
-	r.mu.Unlock()
-}
-
-// take returns the errors handled since the last take.
-func (r *errorRecorder) take() []error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	errs := r.errs
-	r.errs = nil
-	return errs
-}
-
-// noErrors makes the test fail, when it ends, if anything reached
-// otel.Handle that the test did not take.
-func noErrors(t testing.TB) {
-	otelErrors.take()
-	t.Cleanup(func() {
-		if errs := otelErrors.take(); len(errs) > 0 {
-			t.Errorf("otel.Handle got %v", errs)
-		}
-	})
+	// Tests in this package do not run in parallel: they take the errors
+	// that reached otel.Handle (testutil.TakeOTelErrors), or check there
+	// were none (testutil.NoOTelErrors).
+	testutil.RecordOTelErrors()
+	// The Runner logs failed reconciles to slog.Default(); the tests that
+	// check those lines give the Runner a logger of their own.
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	testutil.Main(m)
 }
 
 // t0 is the fake clock's start in every test.
-var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+var t0 = testutil.T0
 
 // queueName is the name of the scheduler of every test.
 const queueName = "orders"
@@ -93,7 +61,7 @@ type env struct {
 
 type envConfig struct {
 	// sched is the scheduler's Config; Name defaults to queueName, Clock to
-	// the env's fake clock, RateLimiter to expLimiter(time.Second, time.Minute).
+	// the env's fake clock, RateLimiter to testutil.ExpLimiter(time.Second, time.Minute).
 	sched scheduler.Config[string]
 	// sampler of the TracerProvider; sdktrace.AlwaysSample by default.
 	sampler sdktrace.Sampler
@@ -108,7 +76,7 @@ type envConfig struct {
 
 func newEnv(t testing.TB, c envConfig) *env {
 	t.Helper()
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	e := &env{clock: testingclock.NewFakeClock(t0), reader: sdkmetric.NewManualReader()}
 	mpOpts := []sdkmetric.Option{sdkmetric.WithReader(e.reader)}
 	if c.reader != nil {
@@ -135,7 +103,7 @@ func newEnv(t testing.TB, c envConfig) *env {
 		cfg.Clock = e.clock
 	}
 	if cfg.RateLimiter == nil {
-		cfg.RateLimiter = expLimiter(time.Second, time.Minute)
+		cfg.RateLimiter = testutil.ExpLimiter(time.Second, time.Minute)
 	}
 	e.q = scheduler.New(cfg)
 	t.Cleanup(e.q.ShutDown)
@@ -147,12 +115,6 @@ func newEnv(t testing.TB, c envConfig) *env {
 	t.Cleanup(func() { _ = inst.Stop() })
 	e.inst = inst
 	return e
-}
-
-// expLimiter is a rate limiter whose delays depend on nothing but the
-// failure count: base, 2×base, 4×base, ... up to max.
-func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
 }
 
 // step advances the fake clock and then promotes the keys whose delay ended
@@ -189,37 +151,24 @@ func (e *env) getKey(t testing.TB, want string) scheduler.Item[string] {
 // collect reads every metric from the ManualReader.
 func (e *env) collect(t testing.TB) metricdata.ResourceMetrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := e.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatalf("Collect: %v", err)
-	}
-	return rm
+	return testutil.Collect(t, e.reader)
 }
 
-// scopeMetrics returns the metrics of otelqueue's instrumentation scope,
-// checking the scope's name and version.
-func scopeMetrics(t testing.TB, rm metricdata.ResourceMetrics) []metricdata.Metrics {
+// checkScope checks the version of otelqueue's instrumentation scope in rm,
+// if rm has that scope.
+func checkScope(t testing.TB, rm metricdata.ResourceMetrics) {
 	t.Helper()
-	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name == otelqueue.ScopeName {
-			if sm.Scope.Version != otelqueue.Version() {
-				t.Errorf("scope version = %q, want %q", sm.Scope.Version, otelqueue.Version())
-			}
-			return sm.Metrics
-		}
+	if _, version, ok := testutil.ScopeMetrics(rm, otelqueue.ScopeName); ok && version != otelqueue.Version() {
+		t.Errorf("scope version = %q, want %q", version, otelqueue.Version())
 	}
-	return nil
 }
 
-// metricNames returns the sorted names of otelqueue's metrics in rm.
+// metricNames returns the sorted names of otelqueue's metrics in rm,
+// checking the scope's version.
 func metricNames(t testing.TB, rm metricdata.ResourceMetrics) []string {
 	t.Helper()
-	var names []string
-	for _, m := range scopeMetrics(t, rm) {
-		names = append(names, m.Name)
-	}
-	slices.Sort(names)
-	return names
+	checkScope(t, rm)
+	return slices.Sorted(slices.Values(testutil.MetricNames(rm, otelqueue.ScopeName)))
 }
 
 // assertNames checks that rm holds exactly the named otelqueue metrics.
@@ -231,17 +180,12 @@ func assertNames(t testing.TB, rm metricdata.ResourceMetrics, want ...string) {
 	}
 }
 
-// findMetric returns the otelqueue metric called name, failing the test when
-// there is none.
+// findMetric returns the otelqueue metric called name, checking the scope's
+// version, and fails the test when there is none.
 func findMetric(t testing.TB, rm metricdata.ResourceMetrics, name string) metricdata.Metrics {
 	t.Helper()
-	for _, m := range scopeMetrics(t, rm) {
-		if m.Name == name {
-			return m
-		}
-	}
-	t.Fatalf("no metric %q in %q", name, metricNames(t, rm))
-	return metricdata.Metrics{}
+	checkScope(t, rm)
+	return testutil.FindMetric(t, rm, otelqueue.ScopeName, name)
 }
 
 // assertMetrics compares each wanted metric with the one of the same name in
@@ -341,33 +285,6 @@ func histogramPoint(t testing.TB, m metricdata.Metrics) metricdata.HistogramData
 	return h.DataPoints[0]
 }
 
-// waitFor polls cond until it holds, failing the test after a few seconds of
-// real time. It waits for goroutines (workers, client-go's loops) to react;
-// it never waits for time to pass, and no test measures real time.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-}
-
-// receive waits for a value from ch, failing the test after a few seconds of
-// real time.
-func receive[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
-}
-
 // enqueuer returns a context carrying a span of an SDK tracer that stands
 // for an event handler's span (the enqueuer), started and ended at the fake
 // clock's time.
@@ -378,48 +295,10 @@ func (e *env) enqueuer(t testing.TB, name string) (context.Context, trace.SpanCo
 	return ctx, span.SpanContext()
 }
 
-// remoteCtx returns a context carrying a remote span context with the given
-// sampled flag and a trace id derived from n.
+// remoteCtx returns a context carrying testutil.RemoteSpanContext(n, sampled).
 func remoteCtx(n byte, sampled bool) (context.Context, trace.SpanContext) {
-	cfg := trace.SpanContextConfig{
-		TraceID: trace.TraceID{0xaa, n},
-		SpanID:  trace.SpanID{0xbb, n},
-		Remote:  true,
-	}
-	if sampled {
-		cfg.TraceFlags = trace.FlagsSampled
-	}
-	sc := trace.NewSpanContext(cfg)
+	sc := testutil.RemoteSpanContext(n, sampled)
 	return trace.ContextWithRemoteSpanContext(context.Background(), sc), sc
-}
-
-// spansNamed returns the ended spans called name, in the order they ended.
-func spansNamed(spans []sdktrace.ReadOnlySpan, name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// oneSpan returns the single ended span called name.
-func oneSpan(t testing.TB, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
-	t.Helper()
-	s := spansNamed(spans, name)
-	if len(s) != 1 {
-		t.Fatalf("%d spans named %q, want 1 (spans: %v)", len(s), name, spanNames(spans))
-	}
-	return s[0]
-}
-
-func spanNames(spans []sdktrace.ReadOnlySpan) []string {
-	names := make([]string, len(spans))
-	for i, s := range spans {
-		names[i] = s.Name()
-	}
-	return names
 }
 
 // attrMap returns a span's attributes by key.
@@ -437,7 +316,7 @@ func attrMap(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
 // the test unless each is there exactly once and all three share a trace.
 func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int) (root, queued, reconcile sdktrace.ReadOnlySpan) {
 	t.Helper()
-	for _, s := range spansNamed(spans, "process "+queueName) {
+	for _, s := range testutil.SpansNamed(spans, "process "+queueName) {
 		a := attrMap(s.Attributes())
 		if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
 			if root != nil {
@@ -447,7 +326,7 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 		}
 	}
 	if root == nil {
-		t.Fatalf("no root span for attempt %d of %q among %v", n, key, spanNames(spans))
+		t.Fatalf("no root span for attempt %d of %q among %v", n, key, testutil.SpanNames(spans))
 	}
 	for _, s := range spans {
 		if s.Parent().SpanID() != root.SpanContext().SpanID() || s.Parent().TraceID() != root.SpanContext().TraceID() {

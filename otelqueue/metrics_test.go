@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -197,7 +198,7 @@ func TestMetricsControllerName(t *testing.T) {
 	e.q.Done("a")
 	rm := e.collect(t)
 	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration,
-		otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
+		otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
 	metricdatatest.AssertHasAttributes(t, rm,
 		otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
 	want := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
@@ -225,7 +226,7 @@ func TestMetricsRunner(t *testing.T) {
 			panic("boom")
 		}
 		return otelqueue.Result{}, nil
-	})
+	}, otelqueue.WithRunnerClock(e.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,14 +258,14 @@ func TestMetricsRunner(t *testing.T) {
 	}
 
 	rm := e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricReconcileResults)...)
-	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0))
+	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
+	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0), workersGauge(queueAttrs, 1))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	e.q.Add("hold")
-	if k := receive(t, started, "the first reconcile"); k != "hold" {
+	if k := testutil.Receive(t, started, "the first reconcile"); k != "hold" {
 		t.Fatalf("reconciled %q first, want hold", k)
 	}
 	for _, k := range []string{"success", "error", "requeue", "requeue_after", "panic"} {
@@ -274,22 +275,22 @@ func TestMetricsRunner(t *testing.T) {
 		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(queueAttrs, "0"), 5))
 
 	close(hold)
-	waitFor(t, "six reconciles", func() bool {
+	testutil.WaitFor(t, "six reconciles", func() bool {
 		s := r.Stats()
 		return s.Success+s.Error+s.Requeue+s.RequeueAfter+s.Panic == 6
 	})
-	waitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTime, active(0), results(2, 1, 1, 1, 1),
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
 		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
 		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
-	if s := r.Stats(); s != (otelqueue.RunnerStats{Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
+	if s := r.Stats(); s != (otelqueue.RunnerStats{Workers: 1, Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
 		t.Errorf("Runner.Stats() = %+v", s)
 	}
 
 	cancel()
-	if err := receive(t, done, "Run to return"); err != nil {
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }

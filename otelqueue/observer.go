@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,13 +37,11 @@ type observer[K comparable] struct {
 	tracing    bool
 	parentMode bool
 	rootName   string
+	linkSource LinkSource[K] // nil without WithLinkSource
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
 	record        []metric.RecordOption // the queue's attributes, prepared once
-
-	// runner holds the counters of the Runner working this queue, if any.
-	runner atomic.Pointer[runnerCounters]
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -62,6 +59,7 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 	}
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
+		o.linkSource = linkSourceFor[K](c)
 	}
 	return o
 }
@@ -89,13 +87,20 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	b := startBufs.Get().(*startBuf)
 	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), spanKindConsumer)
 	parent := ctx
+	var parentSC trace.SpanContext
 	switch {
 	case o.parentMode && it.Origin.IsValid():
 		parent = trace.ContextWithRemoteSpanContext(ctx, it.Origin)
+		parentSC = it.Origin
 	case trace.SpanContextFromContext(ctx).IsValid():
 		opts = append(opts, trace.WithNewRoot())
 	}
-	if links := o.links(it, b.links[:0]); len(links) > 0 {
+	links := o.links(it, b.links[:0])
+	if o.linkSource != nil {
+		// Before Start, so that the sampler sees the link.
+		links = o.addLookupLink(ctx, it.Key, parentSC, links)
+	}
+	if len(links) > 0 {
 		opts = append(opts, b.withLinks(links))
 	}
 	rootCtx, root := o.tracer.Start(parent, o.rootName, opts...)
@@ -143,8 +148,8 @@ var spanKindConsumer = trace.WithSpanKind(trace.SpanKindConsumer)
 // the SDK copies the links at Start, so the array is free again after it).
 type startBuf struct {
 	opts      [4]trace.SpanStartOption
-	links     [scheduler.DefaultMaxLinks + 1]trace.Link
-	linksOpts [scheduler.DefaultMaxLinks + 2]trace.SpanStartOption // by count
+	links     [scheduler.DefaultMaxLinks + 2]trace.Link            // enqueues, previous attempt, lookup
+	linksOpts [scheduler.DefaultMaxLinks + 3]trace.SpanStartOption // by count
 }
 
 var startBufs = sync.Pool{New: func() any {
@@ -188,12 +193,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		return
 	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.End(trace.WithTimestamp(ended))
-	}
-	if root, ok := ctx.Value(rootKey{}).(trace.Span); ok {
-		root.End(trace.WithTimestamp(ended))
-	}
+	endAttempt(ctx, ended)
 }
 
 // keyString renders a key for the span attribute.

@@ -136,13 +136,7 @@ func scrape(t testing.TB, url, accept string) exposition {
 
 // series returns the samples called name.
 func (x exposition) series(name string) []sample {
-	var out []sample
-	for _, s := range x.samples {
-		if s.name == name {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(x.samples), func(s sample) bool { return s.name != name })
 }
 
 // one returns the single sample called name whose labels include want.
@@ -199,6 +193,7 @@ var (
 		"workqueue_delayed",
 		"workqueue_oldest_pending_item_seconds",
 		"workqueue_reconcile_results_total",
+		"workqueue_workers",
 	}
 	familyTypes = map[string]string{
 		"workqueue_adds":  "counter",
@@ -213,6 +208,7 @@ var (
 		"workqueue_delayed":                           "gauge",
 		"workqueue_oldest_pending_item_seconds":       "gauge",
 		"workqueue_reconcile_results":                 "counter",
+		"workqueue_workers":                           "gauge",
 	}
 	scopeLabels = []string{"otel_scope_name", "otel_scope_schema_url", "otel_scope_version"}
 )
@@ -316,6 +312,7 @@ func TestPrometheusBridge(t *testing.T) {
 				"workqueue_work_duration_seconds_count":       1,
 				"workqueue_work_duration_seconds_sum":         1,
 				"workqueue_active_workers":                    0,
+				"workqueue_workers":                           1, // the Runner's
 			} {
 				if got := x.one(t, name, q).value; got != v {
 					t.Errorf("%s = %v, want %v", name, got, v)

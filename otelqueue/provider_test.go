@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -25,7 +26,7 @@ type providerEnv struct {
 
 func newProviderEnv(t testing.TB, opts ...otelqueue.Option) *providerEnv {
 	t.Helper()
-	noErrors(t)
+	testutil.NoOTelErrors(t)
 	e := &providerEnv{clock: testingclock.NewFakeClock(t0), reader: sdkmetric.NewManualReader()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -38,49 +39,50 @@ func newProviderEnv(t testing.TB, opts ...otelqueue.Option) *providerEnv {
 func (e *providerEnv) queue(t testing.TB, name string) workqueue.TypedRateLimitingInterface[string] {
 	t.Helper()
 	w := e.clock.Waiters()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(expLimiter(time.Second, time.Minute),
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(testutil.ExpLimiter(time.Second, time.Minute),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: e.p, Clock: e.clock})
 	t.Cleanup(q.ShutDown)
 	// The delaying queue's heartbeat ticker and the updateUnfinishedWork
 	// loop's ticker, which a goroutine creates: a step before it exists
 	// would not move the loop.
-	waitFor(t, "client-go's tickers", func() bool { return e.clock.Waiters() >= w+2 })
+	testutil.WaitFor(t, "client-go's tickers", func() bool { return e.clock.Waiters() >= w+2 })
 	return q
 }
 
 func (e *providerEnv) collect(t testing.TB) metricdata.ResourceMetrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := e.reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	return rm
+	return testutil.Collect(t, e.reader)
 }
 
 // gaugeValue returns the value of a float64 gauge's data point with attrs.
 func gaugeValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs attribute.Set) float64 {
 	t.Helper()
-	g, ok := findMetric(t, rm, name).Data.(metricdata.Gauge[float64])
-	if !ok {
-		t.Fatalf("%s is not a float64 gauge", name)
-	}
-	for _, dp := range g.DataPoints {
-		if dp.Attributes.Equals(&attrs) {
-			return dp.Value
-		}
-	}
-	t.Fatalf("%s has no data point %v", name, attrs.Encoded(attribute.DefaultEncoder()))
-	return 0
+	return pointValue(t, name, metricData[metricdata.Gauge[float64]](t, rm, name).DataPoints, attrs)
 }
 
 // intValue returns the value of an int64 sum's data point with attrs.
 func intValue(t testing.TB, rm metricdata.ResourceMetrics, name string, attrs attribute.Set) int64 {
 	t.Helper()
-	s, ok := findMetric(t, rm, name).Data.(metricdata.Sum[int64])
+	return pointValue(t, name, metricData[metricdata.Sum[int64]](t, rm, name).DataPoints, attrs)
+}
+
+// metricData returns the data of the otelqueue metric called name, failing
+// the test unless it is a D.
+func metricData[D metricdata.Aggregation](t testing.TB, rm metricdata.ResourceMetrics, name string) D {
+	t.Helper()
+	m := findMetric(t, rm, name)
+	d, ok := m.Data.(D)
 	if !ok {
-		t.Fatalf("%s is not an int64 sum", name)
+		t.Fatalf("%s is a %T, want a %T", name, m.Data, d)
 	}
-	for _, dp := range s.DataPoints {
+	return d
+}
+
+// pointValue returns the value of the data point with attrs among points of
+// the metric called name.
+func pointValue[N int64 | float64](t testing.TB, name string, points []metricdata.DataPoint[N], attrs attribute.Set) N {
+	t.Helper()
+	for _, dp := range points {
 		if dp.Attributes.Equals(&attrs) {
 			return dp.Value
 		}
@@ -108,7 +110,7 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	// given values, after a fake clock step.
 	unfinished := func(total, longest float64) {
 		t.Helper()
-		waitFor(t, "client-go's updateUnfinishedWork", func() bool {
+		testutil.WaitFor(t, "client-go's updateUnfinishedWork", func() bool {
 			rm := e.collect(t)
 			return gaugeValue(t, rm, otelqueue.MetricUnfinishedWork, x) == total &&
 				gaugeValue(t, rm, otelqueue.MetricLongestRunning, x) == longest
@@ -139,9 +141,9 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	q.AddRateLimited("a") // retry: 1s backoff, ready at t=4s
 	q.Done("a")           // worked 1s
 	// client-go's waiting loop sets a timer for a's backoff; step only then.
-	waitFor(t, "client-go's delay timer", func() bool { return e.clock.Waiters() == waiters+1 })
+	testutil.WaitFor(t, "client-go's delay timer", func() bool { return e.clock.Waiters() == waiters+1 })
 	e.clock.Step(time.Second) // t=4s: a comes back
-	waitFor(t, "a's return", func() bool { return q.Len() == 2 })
+	testutil.WaitFor(t, "a's return", func() bool { return q.Len() == 2 })
 	e.clock.Step(500 * time.Millisecond) // t=4.5s
 	if k, _ := q.Get(); k != "b" {
 		t.Fatalf("Get = %q", k)
@@ -195,7 +197,7 @@ func TestMetricsProviderQueues(t *testing.T) {
 // cannot use are reported to otel.Handle and replaced by DefaultBuckets.
 func TestMetricsProviderBadBuckets(t *testing.T) {
 	e := newProviderEnv(t, otelqueue.WithExplicitBuckets(2, 1))
-	errs := otelErrors.take()
+	errs := testutil.TakeOTelErrors()
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "must increase strictly") {
 		t.Errorf("otel.Handle got %v, want the bucket error", errs)
 	}

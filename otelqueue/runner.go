@@ -4,15 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -40,12 +41,22 @@ type Runner[K comparable] struct {
 	workers   int
 	reconcile ReconcileFunc[K]
 	counters  *runnerCounters
+	logger    *slog.Logger // nil: slog.Default()
+	limiter   *logLimiter
+	started   atomic.Bool // Run was called
 }
 
 // RunnerStats are a Runner's numbers.
 type RunnerStats struct {
+	// Workers is the Runner's configured number of workers.
+	Workers int
 	// ActiveWorkers is the number of workers processing a key right now.
 	ActiveWorkers int
+	// Busy is the total time workers have spent processing keys, those in
+	// flight included. Its growth over an interval, divided by the interval
+	// and by Workers, is the workers' utilization (1 when every worker was
+	// busy all the time).
+	Busy time.Duration
 	// Results counts finished reconciles by outcome.
 	Success, Error, Requeue, RequeueAfter, Panic uint64
 }
@@ -53,11 +64,54 @@ type RunnerStats struct {
 // runnerCounters are kept in atomics and read by the observable instruments
 // of the queue's Instrumentation at collection time.
 type runnerCounters struct {
+	workers                                     int64
 	active                                      atomic.Int64
 	success, errors, requeue, requeueAfter, pan atomic.Uint64
 
+	busy busyClock
+
 	attrsOnce sync.Once
 	byResult  [5]metric.ObserveOption
+}
+
+// busyClock adds up the time workers spend processing keys, including the
+// time so far of those in flight, read consistently.
+type busyClock struct {
+	clock clock.PassiveClock
+	base  time.Time
+
+	mu      sync.Mutex
+	done    time.Duration // processing time of the keys finished
+	running int64         // keys in flight
+	starts  time.Duration // sum of their start times, since base
+}
+
+// start records the start of a key's processing and returns its time.
+func (b *busyClock) start() time.Duration {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	b.running++
+	b.starts += now
+	b.mu.Unlock()
+	return now
+}
+
+// end records the end of the processing that started at started.
+func (b *busyClock) end(started time.Duration) {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	b.running--
+	b.starts -= started
+	b.done += now - started
+	b.mu.Unlock()
+}
+
+// total returns the busy time so far.
+func (b *busyClock) total() time.Duration {
+	now := b.clock.Since(b.base)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done + time.Duration(b.running)*now - b.starts
 }
 
 func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attribute.Set) {
@@ -74,10 +128,12 @@ func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attr
 }
 
 // NewRunner returns a Runner with the given number of workers. If the queue
-// is instrumented (Instrument), the Runner's results and active workers are
-// reported with the queue's metrics. It fails when queue or reconcile is nil
-// or workers is less than 1.
-func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K]) (*Runner[K], error) {
+// is instrumented (Instrument, before or after NewRunner), the Runner's
+// worker count, results and active workers are reported with the queue's
+// metrics; the Runner made last for a queue is the one reported. It fails
+// when queue or reconcile is nil, workers is less than 1 or an option is
+// invalid.
+func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K], opts ...RunnerOption) (*Runner[K], error) {
 	var errs []error
 	if queue == nil {
 		errs = append(errs, errors.New("otelqueue: NewRunner needs a scheduler, got nil"))
@@ -88,13 +144,17 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 	if reconcile == nil {
 		errs = append(errs, errors.New("otelqueue: NewRunner needs a reconcile function, got nil"))
 	}
+	c := newRunnerConfig(opts)
+	errs = append(errs, c.validate())
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	r := &Runner[K]{queue: queue, workers: workers, reconcile: reconcile, counters: new(runnerCounters)}
-	if o, ok := queue.Observer().(*observer[K]); ok {
-		o.runner.Store(r.counters)
+	counters := &runnerCounters{workers: int64(workers), busy: busyClock{clock: c.clock, base: c.clock.Now()}}
+	r := &Runner[K]{
+		queue: queue, workers: workers, reconcile: reconcile, counters: counters,
+		logger: c.logger, limiter: newLogLimiter(c.clock, c.logBurst, c.logInterval),
 	}
+	bindingOf(queue).runner.Store(counters)
 	return r, nil
 }
 
@@ -102,7 +162,9 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 func (r *Runner[K]) Stats() RunnerStats {
 	c := r.counters
 	return RunnerStats{
+		Workers:       r.workers,
 		ActiveWorkers: int(c.active.Load()),
+		Busy:          c.busy.total(),
 		Success:       c.success.Load(),
 		Error:         c.errors.Load(),
 		Requeue:       c.requeue.Load(),
@@ -116,15 +178,56 @@ func (r *Runner[K]) Stats() RunnerStats {
 // it; its reconcile sees the cancelled ctx), Run waits for every reconcile in
 // flight to return (their ctx, derived from ctx, is cancelled too) and shuts
 // the queue down, as a controller-runtime controller does. It returns nil
-// after a graceful stop.
+// after a graceful stop, and also when the queue is shut down under it.
+//
+// A Runner runs once: Run fails when it was called before (concurrently or
+// not), when the queue is already shut down, and when ctx is nil.
+//
+// A reconcile that returns an error or panics is logged, as
+// controller-runtime does, as an error "Reconciler error" with the queue,
+// the key, the error (and a panic's stack trace) and the attempt's trace_id
+// and span_id, to WithLogger's logger, within WithLogRateLimit's limit. A
+// reconcile that calls runtime.Goexit is counted as a panic and its worker
+// is replaced, so the Runner keeps its number of workers.
 func (r *Runner[K]) Run(ctx context.Context) error {
+	if r == nil {
+		return errors.New("otelqueue: Run on a nil Runner: make one with NewRunner")
+	}
+	if ctx == nil {
+		return errors.New("otelqueue: Run needs a context, got nil: pass one that is cancelled to stop the Runner")
+	}
+	if !r.started.CompareAndSwap(false, true) {
+		return errors.New("otelqueue: Run was called more than once: a Runner runs once (it shuts its queue down when it stops); make a new queue and a new Runner to run again")
+	}
+	if r.queue.ShuttingDown() {
+		return fmt.Errorf("otelqueue: Run on queue %q, which is already shut down and hands out no more keys: make a new queue and a new Runner", r.queue.Name())
+	}
+	wctx := ctx
+	if r.logger != nil {
+		wctx = context.WithValue(ctx, loggerKey{}, r.logger) // for LoggerFromContext
+	}
 	var wg sync.WaitGroup
 	for range r.workers {
-		wg.Go(func() { r.work(ctx) })
+		r.startWorker(wctx, &wg)
 	}
 	wg.Wait()
 	r.queue.ShutDownWithDrain()
 	return nil
+}
+
+// startWorker starts a worker, and starts another in its place if a
+// reconcile ends the worker's goroutine with runtime.Goexit.
+func (r *Runner[K]) startWorker(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		exited := true
+		defer func() {
+			if exited { // runtime.Goexit: this goroutine is still counted by wg, so wg.Go is safe
+				r.startWorker(ctx, wg)
+			}
+		}()
+		r.work(ctx)
+		exited = false
+	})
 }
 
 func (r *Runner[K]) work(ctx context.Context) {
@@ -137,49 +240,44 @@ func (r *Runner[K]) work(ctx context.Context) {
 	}
 }
 
-// process reconciles one item; status, metrics and the queue's bookkeeping
-// are finalised in one deferred function, whether the reconcile returned or
-// panicked.
+// process reconciles one item; status, metrics, logs and the queue's
+// bookkeeping are finalised in one deferred function, whether the reconcile
+// returned, panicked or called runtime.Goexit.
 func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	ctx := it.Context()
 	c := r.counters
 	c.active.Add(1)
+	started := c.busy.start()
 	var (
 		res      Result
 		err      error
 		panicked = true
 	)
 	defer func() {
-		outcome := ResultSuccess
+		c.busy.end(started)
+		var outcome string
+		var stack []byte
 		if panicked {
-			p := recover()
-			err = fmt.Errorf("otelqueue: reconcile of %v panicked: %v", it.Key, p)
-			span := trace.SpanFromContext(ctx)
-			span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(debug.Stack()))))
-			outcome = ResultPanic
-		}
-		span := trace.SpanFromContext(ctx)
-		switch {
-		case err != nil:
-			if !panicked {
-				outcome = ResultError
-				span.RecordError(err)
+			stack = debug.Stack()
+			perr := NewPanicError(recover(), stack)
+			err = fmt.Errorf("otelqueue: reconcile of %v %w", it.Key, perr)
+			if perr.Goexit {
+				err = fmt.Errorf("%w: counted as a panic, and its worker was replaced", err)
 			}
-			span.SetStatus(codes.Error, err.Error())
+			outcome = ResultPanic
+		} else {
+			outcome = Classify(res, err)
+		}
+		switch outcome {
+		case ResultError, ResultPanic, ResultRequeue:
 			r.queue.AddRateLimited(it.Key)
-		case res.RequeueAfter > 0:
-			outcome = ResultRequeueAfter
+		case ResultRequeueAfter:
 			r.queue.Forget(it.Key)
 			r.queue.AddAfter(it.Key, res.RequeueAfter)
-		case res.Requeue:
-			outcome = ResultRequeue
-			r.queue.AddRateLimited(it.Key)
 		default:
 			r.queue.Forget(it.Key)
 		}
-		if span.IsRecording() {
-			span.SetAttributes(AttrResult.String(outcome))
-		}
+		RecordResult(trace.SpanFromContext(ctx), outcome, err)
 		switch outcome {
 		case ResultSuccess:
 			c.success.Add(1)
@@ -191,6 +289,9 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 			c.requeueAfter.Add(1)
 		case ResultPanic:
 			c.pan.Add(1)
+		}
+		if err != nil {
+			r.logError(ctx, it.Key, err, stack)
 		}
 		c.active.Add(-1)
 		r.queue.Done(it.Key)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -81,19 +82,19 @@ func TestRunnerConcurrency(t *testing.T) {
 
 	seen := map[string]bool{}
 	for range workers {
-		seen[receive(t, started, "a reconcile")] = true
+		seen[testutil.Receive(t, started, "a reconcile")] = true
 	}
 	// Every worker is busy: the other two keys stay in the queue.
-	waitFor(t, "three active workers", func() bool { return r.Stats().ActiveWorkers == workers })
+	testutil.WaitFor(t, "three active workers", func() bool { return r.Stats().ActiveWorkers == workers })
 	if st := e.q.Stats(); st.InFlight != workers || st.Depth != len(keys)-workers {
 		t.Errorf("queue in flight %d, depth %d; want %d, %d", st.InFlight, st.Depth, workers, len(keys)-workers)
 	}
 	close(release)
 	for range len(keys) - workers {
-		seen[receive(t, started, "a reconcile")] = true
+		seen[testutil.Receive(t, started, "a reconcile")] = true
 	}
-	waitFor(t, "five successes", func() bool { return r.Stats().Success == uint64(len(keys)) })
-	waitFor(t, "no active worker", func() bool { return r.Stats().ActiveWorkers == 0 })
+	testutil.WaitFor(t, "five successes", func() bool { return r.Stats().Success == uint64(len(keys)) })
+	testutil.WaitFor(t, "no active worker", func() bool { return r.Stats().ActiveWorkers == 0 })
 	stop()
 	if len(seen) != len(keys) {
 		t.Errorf("reconciled %v, want each of %v once", seen, keys)
@@ -125,13 +126,13 @@ func TestRunnerSameKeyNeverConcurrent(t *testing.T) {
 	}
 	e.q.Add("a")
 	runRunner(t, r)
-	receive(t, started, "the first reconcile")
+	testutil.Receive(t, started, "the first reconcile")
 	e.q.Add("a")
 	e.q.Add("a")
 	release <- struct{}{}
-	receive(t, started, "the second reconcile")
+	testutil.Receive(t, started, "the second reconcile")
 	release <- struct{}{}
-	waitFor(t, "two successes", func() bool { return r.Stats().Success == 2 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "two successes", func() bool { return r.Stats().Success == 2 && e.q.Stats().InFlight == 0 })
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d reconciles, want 2", n)
 	}
@@ -159,7 +160,7 @@ func TestRunnerResults(t *testing.T) {
 				return outcomes[i-1].res, outcomes[i-1].err
 			}
 			return otelqueue.Result{}, nil
-		})
+		}, otelqueue.WithRunnerClock(e.clock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,10 +171,10 @@ func TestRunnerResults(t *testing.T) {
 	// settled waits until call n of the reconcile is done with the queue.
 	settled := func(t *testing.T, e *env, calls chan int, n int) {
 		t.Helper()
-		if got := receive(t, calls, "a reconcile"); got != n {
+		if got := testutil.Receive(t, calls, "a reconcile"); got != n {
 			t.Fatalf("call %d, want %d", got, n)
 		}
-		waitFor(t, "the Done", func() bool { return e.q.Stats().InFlight == 0 })
+		testutil.WaitFor(t, "the Done", func() bool { return e.q.Stats().InFlight == 0 })
 	}
 	// notYet checks that the key still waits for its delay.
 	notYet := func(t *testing.T, e *env) {
@@ -199,7 +200,7 @@ func TestRunnerResults(t *testing.T) {
 		if n := e.q.NumRequeues("k"); n != 0 {
 			t.Errorf("NumRequeues after success = %d, want 0 (forgotten)", n)
 		}
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Requeue: 2, Success: 1} })
+		testutil.WaitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Requeue: 2, Success: 1} })
 	})
 
 	t.Run("requeue after", func(t *testing.T) {
@@ -216,7 +217,9 @@ func TestRunnerResults(t *testing.T) {
 		notYet(t, e)
 		e.step(time.Second)
 		settled(t, e, calls, 3)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 1, RequeueAfter: 1, Success: 1} })
+		testutil.WaitFor(t, "the results", func() bool {
+			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 1, RequeueAfter: 1, Success: 1}
+		})
 		if st := e.q.Stats(); st.Retries != 2 {
 			t.Errorf("retries %d, want 2 (one AddRateLimited, one AddAfter)", st.Retries)
 		}
@@ -235,7 +238,7 @@ func TestRunnerResults(t *testing.T) {
 		notYet(t, e)
 		e.step(time.Second)
 		settled(t, e, calls, 3)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 2, Success: 1} })
+		testutil.WaitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 2, Success: 1} })
 	})
 
 	t.Run("error wins over result", func(t *testing.T) {
@@ -243,7 +246,7 @@ func TestRunnerResults(t *testing.T) {
 		settled(t, e, calls, 1)
 		e.step(time.Second) // the rate limiter's backoff, not the hour
 		settled(t, e, calls, 2)
-		waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Error: 1, Success: 1} })
+		testutil.WaitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Error: 1, Success: 1} })
 	})
 }
 
@@ -260,27 +263,27 @@ func TestRunnerPanic(t *testing.T) {
 		}
 		done <- key
 		return otelqueue.Result{}, nil
-	})
+	}, otelqueue.WithRunnerClock(e.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.q.Add("bad")
 	e.q.Add("good")
 	runRunner(t, r)
-	if k := receive(t, done, "the good key"); k != "good" {
+	if k := testutil.Receive(t, done, "the good key"); k != "good" {
 		t.Fatalf("reconciled %q", k)
 	}
-	waitFor(t, "the panic", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the panic", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
 	if n := e.q.NumRequeues("bad"); n != 1 {
 		t.Errorf("NumRequeues after a panic = %d, want 1", n)
 	}
 	e.step(time.Second)
-	waitFor(t, "the second panic", func() bool { return r.Stats().Panic == 2 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the second panic", func() bool { return r.Stats().Panic == 2 && e.q.Stats().InFlight == 0 })
 	e.step(2 * time.Second)
-	if k := receive(t, done, "the bad key, at last"); k != "bad" {
+	if k := testutil.Receive(t, done, "the bad key, at last"); k != "bad" {
 		t.Fatalf("reconciled %q", k)
 	}
-	waitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Panic: 2, Success: 2} })
+	testutil.WaitFor(t, "the results", func() bool { return r.Stats() == otelqueue.RunnerStats{Workers: 1, Panic: 2, Success: 2} })
 }
 
 // TestRunnerShutdown checks Run's graceful stop: after ctx is cancelled, the
@@ -307,16 +310,16 @@ func TestRunnerShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
-	receive(t, inReconcile, "the reconcile")
+	testutil.Receive(t, inReconcile, "the reconcile")
 	cancel()
-	receive(t, cancelled, "the reconcile's ctx to be cancelled")
+	testutil.Receive(t, cancelled, "the reconcile's ctx to be cancelled")
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned %v while a reconcile was in flight", err)
 	default:
 	}
 	close(release)
-	if err := receive(t, done, "Run to return"); err != nil {
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 	if !e.q.ShuttingDown() {
@@ -334,18 +337,25 @@ func TestRunnerShutdown(t *testing.T) {
 }
 
 // TestRunnerStopsWhenQueueShutsDown checks that Run returns when the queue is
-// shut down under it, with its ctx still live.
+// shut down under it, with its ctx still live. (Run on a queue shut down
+// before it starts is an error: TestRunnerRunContract.)
 func TestRunnerStopsWhenQueueShutsDown(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	r, err := otelqueue.NewRunner(e.q, 3, okReconcile)
+	running := make(chan struct{}, 1)
+	r, err := otelqueue.NewRunner(e.q, 3, func(context.Context, string) (otelqueue.Result, error) {
+		running <- struct{}{}
+		return otelqueue.Result{}, nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() { done <- r.Run(context.Background()) })
+	e.q.Add("a")
+	testutil.Receive(t, running, "Run to be running")
 	e.q.ShutDown()
-	if err := receive(t, done, "Run to return"); err != nil {
+	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
 	}
 	wg.Wait()

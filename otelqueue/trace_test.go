@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -113,10 +114,10 @@ func TestTraceShape(t *testing.T) {
 
 	spans := e.sr.Ended()
 	if len(spans) != 5 {
-		t.Fatalf("spans %v, want handler, queued, user work, reconcile, process orders", spanNames(spans))
+		t.Fatalf("spans %v, want handler, queued, user work, reconcile, process orders", testutil.SpanNames(spans))
 	}
 	root, queued, reconcile := attemptSpans(t, spans, "a", 1)
-	userSpan := oneSpan(t, spans, "user work")
+	userSpan := testutil.OneSpan(t, spans, "user work")
 	assertTree(t, spans)
 
 	// The root: a new trace, linked to the enqueuer.
@@ -307,9 +308,9 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	enq, enqSC := e.enqueuer(t, "handler")
 	e.q.AddContext(enq, "a")
 	stop := runRunner(t, r)
-	waitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Error == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Error == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // the backoff
-	waitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()
@@ -383,7 +384,7 @@ func runRunner[K comparable](t testing.TB, r *otelqueue.Runner[K]) (stop func())
 			return
 		}
 		cancel()
-		if err := receive(t, done, "Run to return"); err != nil {
+		if err := testutil.Receive(t, done, "Run to return"); err != nil {
 			t.Errorf("Run = %v, want nil", err)
 		}
 	}
@@ -408,9 +409,9 @@ func TestTracePanic(t *testing.T) {
 	}
 	e.q.Add("a")
 	stop := runRunner(t, r)
-	waitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second)
-	waitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()
@@ -513,7 +514,7 @@ func TestTraceClientGoLoop(t *testing.T) {
 	assertLinks(t, root1)
 	assertLinks(t, root2, sdktrace.Link{SpanContext: reconcile1.SpanContext(), Attributes: linkPrevious})
 	if len(spans) != 6 {
-		t.Errorf("spans %v, want two attempts of three", spanNames(spans))
+		t.Errorf("spans %v, want two attempts of three", testutil.SpanNames(spans))
 	}
 
 	rm := e.collect(t)

@@ -3,9 +3,9 @@ package otelqueuesdk_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.Main(m)
 }

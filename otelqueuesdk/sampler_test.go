@@ -10,27 +10,25 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// spanContext returns a remote span context numbered n, sampled or not, with
-// trace state ts ("" for none).
+// spanContext returns testutil.RemoteSpanContext(n, sampled) with trace
+// state ts ("" for none).
 func spanContext(t testing.TB, n byte, sampled bool, ts string) trace.SpanContext {
 	t.Helper()
-	cfg := trace.SpanContextConfig{TraceID: trace.TraceID{0xaa, n}, SpanID: trace.SpanID{0xbb, n}, Remote: true}
-	if sampled {
-		cfg.TraceFlags = trace.FlagsSampled
-	}
+	sc := testutil.RemoteSpanContext(n, sampled)
 	if ts != "" {
 		state, err := trace.ParseTraceState(ts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.TraceState = state
+		sc = sc.WithTraceState(state)
 	}
-	return trace.NewSpanContext(cfg)
+	return sc
 }
 
 func links(scs ...trace.SpanContext) []trace.Link {

@@ -13,16 +13,16 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 // viewEnv instruments a scheduler on a fake clock with a MeterProvider that
-// has the ExponentialHistograms views.
-func viewEnv(t *testing.T, maxSize int32) (*scheduler.Scheduler[string], *testingclock.FakeClock, *sdkmetric.MeterProvider, *sdkmetric.ManualReader) {
+// has the ExponentialHistograms views and reads through reader.
+func viewEnv(t *testing.T, maxSize int32, reader sdkmetric.Reader) (*scheduler.Scheduler[string], *testingclock.FakeClock, *sdkmetric.MeterProvider) {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithView(otelqueuesdk.ExponentialHistograms(maxSize)...))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	fc := testingclock.NewFakeClock(time.Unix(1e9, 0))
@@ -31,7 +31,7 @@ func viewEnv(t *testing.T, maxSize int32) (*scheduler.Scheduler[string], *testin
 	if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tracenoop.NewTracerProvider())); err != nil {
 		t.Fatal(err)
 	}
-	return q, fc, mp, reader
+	return q, fc, mp
 }
 
 // process runs key through q: it waits wait, then works work.
@@ -43,12 +43,10 @@ func process(q *scheduler.Scheduler[string], fc *testingclock.FakeClock, key str
 	q.Done(k)
 }
 
+// collect reads every metric from r, by "<scope name> <metric name>".
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
+	rm := testutil.Collect(t, r)
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -84,7 +82,8 @@ func TestExponentialHistograms(t *testing.T) {
 	if n := len(otelqueuesdk.ExponentialHistograms(0)); n != 2 {
 		t.Fatalf("%d views, want 2", n)
 	}
-	q, fc, mp, reader := viewEnv(t, 0)
+	reader := sdkmetric.NewManualReader()
+	q, fc, mp := viewEnv(t, 0, reader)
 	// Another scope's histogram of the same name is not matched.
 	other, err := mp.Meter("someone/else").Float64Histogram(otelqueue.MetricQueueDuration)
 	if err != nil {
@@ -140,7 +139,8 @@ func TestExponentialHistograms(t *testing.T) {
 // TestExponentialHistogramsMaxSize checks that maxSize bounds the buckets:
 // values six decades apart fit in 4 buckets at a coarser scale.
 func TestExponentialHistogramsMaxSize(t *testing.T) {
-	q, fc, _, reader := viewEnv(t, 4)
+	reader := sdkmetric.NewManualReader()
+	q, fc, _ := viewEnv(t, 4, reader)
 	for i, wait := range []time.Duration{time.Millisecond, time.Second, 1000 * time.Second} {
 		process(q, fc, string(rune('a'+i)), wait, 0)
 	}
@@ -165,14 +165,7 @@ func TestExponentialHistogramsPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(otelqueuesdk.ExponentialHistograms(0)...))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	fc := testingclock.NewFakeClock(time.Unix(1e9, 0))
-	q := scheduler.New(scheduler.Config[string]{Name: "orders", Clock: fc})
-	t.Cleanup(q.ShutDown)
-	if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tracenoop.NewTracerProvider())); err != nil {
-		t.Fatal(err)
-	}
+	q, fc, _ := viewEnv(t, 0, exp)
 	process(q, fc, "a", 3*time.Second, time.Second)
 
 	mfs, err := reg.Gather()

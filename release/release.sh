@@ -4,7 +4,7 @@
 #
 # It checks the version, a clean tree and that the tags do not exist yet;
 # sets the version in otelqueue/version.go and in every go.mod that requires
-# the root module; runs the release tests (the consumer test go gets the
+# a published module; runs the release tests (the consumer test go gets the
 # modules at that version from a file-based proxy and runs a client-go and a
 # controller-runtime controller against them); and prints the commands that
 # commit, tag and push. It commits, tags and pushes nothing itself.
@@ -54,13 +54,21 @@ sed -i.bak -E 's/^func Version\(\) string \{ return "[^"]*" \}$/func Version() s
 rm -f otelqueue/version.go.bak
 grep -q "return \"${version#v}\"" otelqueue/version.go || die "otelqueue/version.go: no line 'func Version() string { return \"...\" }' to set"
 
+published=()
+for d in "${tagged_dirs[@]}"; do
+	if [ "$d" = . ]; then published+=("$root_module"); else published+=("$root_module/$d"); fi
+done
 while IFS= read -r mod; do
 	dir=$(dirname "$mod")
 	[ "$dir" != . ] || continue
-	if (cd "$dir" && "$GO" mod edit -json | grep -q "\"Path\": \"$root_module\"" ); then
-		echo "== $dir/go.mod: require $root_module $version"
-		(cd "$dir" && "$GO" mod edit -require="$root_module@$version")
-	fi
+	json=$(cd "$dir" && "$GO" mod edit -json)
+	for p in "${published[@]}"; do
+		# A require of p (a replace has "Old"/"New" objects around its Path).
+		if printf '%s\n' "$json" | grep -A1 -F "\"Path\": \"$p\"," | grep -q '"Version"'; then
+			echo "== $dir/go.mod: require $p $version"
+			(cd "$dir" && "$GO" mod edit -require="$p@$version")
+		fi
+	done
 done < <(git ls-files '*go.mod' 'go.mod')
 
 echo "== release tests (the consumer test builds against a file-based proxy)"

@@ -25,14 +25,19 @@ func repoRoot(t *testing.T) string {
 }
 
 // TestModulesRequireRootAtVersion checks what a user's go get relies on:
-// every module of the repository that uses the library requires it at the
-// version otelqueue.Version() reports (a replace is ignored once the module is
-// a dependency), and keeps a replace to the local directory for development.
+// every module of the repository that uses a published module (the root or
+// controllerruntime) requires it at the version otelqueue.Version() reports
+// (a replace is ignored once the module is a dependency), and keeps a
+// replace to its local directory for development.
 func TestModulesRequireRootAtVersion(t *testing.T) {
 	root := repoRoot(t)
 	version, err := LibraryVersion(root)
 	if err != nil {
 		t.Fatal(err)
+	}
+	publishedDirs := map[string]string{} // module path -> directory
+	for _, p := range published {
+		publishedDirs[modulePath(t, filepath.Join(root, p.dir))] = filepath.Join(root, p.dir)
 	}
 	requiring := 0
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -42,7 +47,7 @@ func TestModulesRequireRootAtVersion(t *testing.T) {
 		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.Name() != "go.mod" || p == filepath.Join(root, "go.mod") {
+		if d.Name() != "go.mod" {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -55,21 +60,22 @@ func TestModulesRequireRootAtVersion(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, p)
 		for _, r := range f.Require {
-			if r.Mod.Path != RootModule {
+			dir, ok := publishedDirs[r.Mod.Path]
+			if !ok {
 				continue
 			}
 			requiring++
 			if r.Mod.Version != version {
-				t.Errorf("%s requires %s %s, want %s (otelqueue.Version()); make release sets both", rel, RootModule, r.Mod.Version, version)
+				t.Errorf("%s requires %s %s, want %s (otelqueue.Version()); make release sets both", rel, r.Mod.Path, r.Mod.Version, version)
 			}
 			replaced := false
 			for _, rp := range f.Replace {
-				if rp.Old.Path == RootModule && rp.New.Version == "" && filepath.Join(filepath.Dir(p), rp.New.Path) == root {
+				if rp.Old.Path == r.Mod.Path && rp.New.Version == "" && filepath.Join(filepath.Dir(p), rp.New.Path) == dir {
 					replaced = true
 				}
 			}
 			if !replaced {
-				t.Errorf("%s has no replace of %s by the repository root: local builds would use the published version", rel, RootModule)
+				t.Errorf("%s has no replace of %s by its directory: local builds would use the published version", rel, r.Mod.Path)
 			}
 		}
 		return nil
@@ -78,6 +84,15 @@ func TestModulesRequireRootAtVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if requiring < 2 {
-		t.Errorf("%d modules require %s, want at least controllerruntime and bench", requiring, RootModule)
+		t.Errorf("%d requirements of the published modules, want at least controllerruntime's and bench's", requiring)
 	}
+}
+
+func modulePath(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return modfile.ModulePath(data)
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 // ms is a duration of n milliseconds.
@@ -82,7 +84,7 @@ func TestDebounce(t *testing.T) {
 				Name:            "test",
 				Debounce:        tc.window,
 				DebounceMaxWait: tc.maxWait,
-				RateLimiter:     expLimiter(ms(100), time.Minute),
+				RateLimiter:     testutil.ExpLimiter(ms(100), time.Minute),
 			})
 			for _, op := range tc.ops {
 				if d := op.at - fc.Since(t0); d > 0 {

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestAddAfter(t *testing.T) {
@@ -24,7 +26,7 @@ func TestAddAfter(t *testing.T) {
 	fc.Step(time.Millisecond)
 	// The delay loop promotes the key on its own: wait for the published
 	// Stats rather than calling Len, which would promote it too.
-	waitFor(t, "the delay loop to promote the key", func() bool {
+	testutil.WaitFor(t, "the delay loop to promote the key", func() bool {
 		st := s.Stats()
 		return st.Depth == 1 && st.Delayed == 0
 	})
@@ -46,11 +48,11 @@ func TestDelayLoopWakesBlockedGet(t *testing.T) {
 		key, _ := s.Get()
 		got <- key
 	}()
-	waitParked(t, "waitReadyLocked", 1)
+	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 1)
 	s.AddAfter("a", time.Second)
 	waitTimer(t, fc)
 	fc.Step(time.Second)
-	if k := receive(t, got, "Get woken by the delay loop"); k != "a" {
+	if k := testutil.Receive(t, got, "Get woken by the delay loop"); k != "a" {
 		t.Fatalf("Get = %q, want a", k)
 	}
 	s.Done("a")
@@ -166,7 +168,7 @@ func TestAddAfterEarliestWins(t *testing.T) {
 		}, readyAt: sec(7), reason: WaitHeld, single: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 			if tc.processing {
 				s.Add("a")
 				mustGetKey(t, s, "a")
@@ -272,19 +274,19 @@ func TestDelayLoopDrainsItsTimer(t *testing.T) {
 	s.AddAfter("a", time.Second)
 	s.AddAfter("b", 10*time.Second)
 	waitTimer(t, fc.FakeClock)
-	waitBlocked(t, "delayLoop", "select", 1)
+	testutil.WaitBlocked(t, "delayLoop", "select", 1)
 
 	// Wake the loop, and keep it from running until its timer has fired:
 	// the tick stays in the channel.
 	s.mu.Lock()
 	s.kick <- struct{}{}
-	waitBlocked(t, "delayLoop", "sync.Mutex.Lock", 1)
+	testutil.WaitBlocked(t, "delayLoop", "sync.Mutex.Lock", 1)
 	fc.Step(time.Second)
 	s.mu.Unlock()
 
 	// The loop promotes a and re-arms its timer for b.
-	waitFor(t, "a to be promoted", func() bool { return s.Stats().Depth == 1 })
-	waitBlocked(t, "delayLoop", "select", 1)
+	testutil.WaitFor(t, "a to be promoted", func() bool { return s.Stats().Depth == 1 })
+	testutil.WaitBlocked(t, "delayLoop", "select", 1)
 	if n := fc.stale(); n != 0 {
 		t.Fatalf("the delay loop re-armed its timer %d times over an unread tick", n)
 	}
@@ -293,7 +295,7 @@ func TestDelayLoopDrainsItsTimer(t *testing.T) {
 		fc.Step(9 * time.Second)
 		close(stepped)
 	}()
-	receive(t, stepped, "Step to return")
+	testutil.Receive(t, stepped, "Step to return")
 	mustGetKey(t, s, "a")
 	mustGetKey(t, s, "b")
 	s.Done("a")

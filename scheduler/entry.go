@@ -16,9 +16,12 @@ const (
 )
 
 // entry is the scheduler's state for one key: at most one pending run and at
-// most one run in flight. Fields used by every key are kept inline and small
-// (a pending key with a span context fits in 96 bytes for string keys); the
-// rarer ones live in extras, allocated on first use and recycled.
+// most one run in flight. Fields used by every pending key are kept inline
+// and small (an entry of a string key fits in 64 bytes); the span context of
+// the first add, the run in flight and the rarer fields live in side,
+// allocated on first use and kept with the entry for its later runs (and
+// when it is recycled), so that a key added without a span context pays for
+// none of them while it waits.
 type entry[K comparable] struct {
 	key K
 
@@ -28,9 +31,7 @@ type entry[K comparable] struct {
 	enqueued int64
 	readyAt  int64
 
-	origin spanRef // first valid enqueue span context of the pending run
-	x      *extras // links, retries, debounce deadline; nil until needed
-	proc   *proc   // the run in flight, when processing
+	s *side // nil until needed
 
 	heapIdx   int32
 	coalesced int32
@@ -42,6 +43,13 @@ type entry[K comparable] struct {
 	processing bool // a run is in flight
 	debounced  bool // readyAt was chosen by debouncing
 	reason     WaitReason
+}
+
+// side holds what a key needs only at times.
+type side struct {
+	origin spanRef // first valid enqueue span context of the pending run
+	x      *extras // links, retries, debounce deadline; nil until needed
+	proc   *proc   // the run in flight, when processing
 }
 
 // extras holds what only some keys need.
@@ -58,11 +66,46 @@ type extras struct {
 // readySince is when the pending run became ready to run.
 func (e *entry[K]) readySince() int64 { return max(e.readyAt, e.enqueued) }
 
-func (e *entry[K]) extras() *extras {
-	if e.x == nil {
-		e.x = new(extras)
+// side returns the side of e, making it if needed.
+func (e *entry[K]) side() *side {
+	if e.s == nil {
+		e.s = new(side)
 	}
-	return e.x
+	return e.s
+}
+
+// extras returns the extras of e, making them if needed.
+func (e *entry[K]) extras() *extras {
+	s := e.side()
+	if s.x == nil {
+		s.x = new(extras)
+	}
+	return s.x
+}
+
+// xs returns the extras of e, or nil.
+func (e *entry[K]) xs() *extras {
+	if e.s == nil {
+		return nil
+	}
+	return e.s.x
+}
+
+// running returns the run in flight of e, or nil.
+func (e *entry[K]) running() *proc {
+	if e.s == nil {
+		return nil
+	}
+	return e.s.proc
+}
+
+// origin returns the span context of the first add of the pending run, or
+// nil.
+func (e *entry[K]) origin() *spanRef {
+	if e.s == nil {
+		return nil
+	}
+	return &e.s.origin
 }
 
 // proc is the state of a run in flight. The in-flight runs form a list in
@@ -83,8 +126,8 @@ type spanRef struct {
 	valid   bool
 }
 
-func (r spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
-	if !r.valid {
+func (r *spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
+	if r == nil || !r.valid {
 		return trace.SpanContext{}
 	}
 	return trace.NewSpanContext(trace.SpanContextConfig{
@@ -96,8 +139,8 @@ func (r spanRef) spanContext(ts trace.TraceState) trace.SpanContext {
 	})
 }
 
-func (r spanRef) equal(sc trace.SpanContext) bool {
-	return r.valid && r.traceID == sc.TraceID() && r.spanID == sc.SpanID()
+func (r *spanRef) equal(sc trace.SpanContext) bool {
+	return r != nil && r.valid && r.traceID == sc.TraceID() && r.spanID == sc.SpanID()
 }
 
 // addSpan records the valid span context sc of an add to the pending run,
@@ -106,18 +149,18 @@ func (e *entry[K]) addSpan(sc trace.SpanContext, max int) {
 	if !sc.IsValid() {
 		return
 	}
-	if !e.origin.valid {
+	if o := e.origin(); o == nil || !o.valid {
 		if max < 0 {
 			e.extras().dropped++
 			return
 		}
-		e.origin = spanRef{traceID: sc.TraceID(), spanID: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote(), valid: true}
+		e.side().origin = spanRef{traceID: sc.TraceID(), spanID: sc.SpanID(), flags: sc.TraceFlags(), remote: sc.IsRemote(), valid: true}
 		if ts := sc.TraceState(); ts.Len() > 0 {
 			e.extras().originState = ts
 		}
 		return
 	}
-	if e.origin.equal(sc) {
+	if e.origin().equal(sc) {
 		return
 	}
 	x := e.extras()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestOriginAndLinks(t *testing.T) {
@@ -50,18 +52,10 @@ func TestOriginAndLinks(t *testing.T) {
 		}, origin: span(1), links: []trace.SpanContext{span(2), span(3)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+			s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 			tc.adds(s)
 			it := mustGetKey(t, s, "a")
-			if !it.Origin.Equal(tc.origin) {
-				t.Errorf("Origin = %v, want %v", it.Origin, tc.origin)
-			}
-			if !sameSpans(it.Links, tc.links) {
-				t.Errorf("Links = %v, want %v", it.Links, tc.links)
-			}
-			if it.DroppedLinks != tc.dropped {
-				t.Errorf("DroppedLinks = %d, want %d", it.DroppedLinks, tc.dropped)
-			}
+			checkSpans(t, it, Item[string]{Origin: tc.origin, Links: tc.links, DroppedLinks: tc.dropped})
 			s.Done("a")
 		})
 	}
@@ -200,7 +194,7 @@ func TestPreviousAttempt(t *testing.T) {
 		{name: "Add then AddRateLimited", observer: true, retry: func(s *Scheduler[string]) { s.Add("a"); s.AddRateLimited("a") }, want: run1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+			s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 			obs := newRecObserver[string]()
 			obs.setSpan("a", run1)
 			s.SetObserver(obs)
@@ -241,7 +235,7 @@ func TestPreviousAttempt(t *testing.T) {
 func TestPreviousAttemptNeedsATracedRun(t *testing.T) {
 	// The Observer processes the key in a context without a span: nothing
 	// to link to.
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.SetObserver(newRecObserver[string]())
 	s.Add("a")
 	mustGetKey(t, s, "a")

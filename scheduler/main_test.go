@@ -3,25 +3,22 @@ package scheduler
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
-	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	testutil.Main(m)
 }
 
 // t0 is the fake clock's start in every test.
-var t0 = time.Date(2025, time.March, 1, 12, 0, 0, 0, time.UTC)
+var t0 = testutil.T0
 
 // newFake returns a scheduler of string keys on a fake clock starting at t0.
 // The test shuts it down when it ends.
@@ -37,84 +34,11 @@ func newFake(t testing.TB, cfg Config[string]) (*Scheduler[string], *testingcloc
 // named is the Config of a timed queue (one that reads the clock).
 func named() Config[string] { return Config[string]{Name: "test"} }
 
-// expLimiter is a rate limiter whose delays depend on nothing but the
-// failure count: base, 2×base, 4×base, ... up to max.
-func expLimiter(base, max time.Duration) workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](base, max)
-}
-
-// waitFor polls cond until it holds, failing the test after a few seconds.
-// It is for waiting on the delay loop goroutine after a fake clock step; it
-// never waits for time to pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(50 * time.Microsecond)
-	}
-}
-
 // waitTimer waits until the delay loop has set its timer on the fake clock,
 // so that a following Step fires it.
 func waitTimer(t testing.TB, fc *testingclock.FakeClock) {
 	t.Helper()
-	waitFor(t, "the delay loop's timer", fc.HasWaiters)
-}
-
-// waitParked waits until n goroutines are blocked in a sync.Cond.Wait
-// called from fn, such as "waitReadyLocked" for a Get with no key ready, so
-// that a test wakes a worker that really waits.
-func waitParked(t testing.TB, fn string, n int) {
-	t.Helper()
-	waitBlocked(t, fn, "sync.Cond.Wait", n)
-}
-
-// waitBlocked waits until n goroutines are blocked in state (the wait reason
-// a goroutine dump shows, such as "select" or "sync.Mutex.Lock") with fn in
-// their stack.
-func waitBlocked(t testing.TB, fn, state string, n int) {
-	t.Helper()
-	waitFor(t, fmt.Sprintf("%d goroutines to block in %s (%s)", n, fn, state), func() bool {
-		return blockedIn(fn, state) >= n
-	})
-}
-
-func parkedIn(fn string) int { return blockedIn(fn, "sync.Cond.Wait") }
-
-func blockedIn(fn, state string) int {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "["+state) && strings.Contains(g, "."+fn+"(") {
-			count++
-		}
-	}
-	return count
-}
-
-// receive waits for a value from ch, failing the test after a few seconds.
-func receive[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(5 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	testutil.WaitFor(t, "the delay loop's timer", fc.HasWaiters)
 }
 
 // cancelled is a context that is already done: GetContext with it never

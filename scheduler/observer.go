@@ -42,3 +42,53 @@ type WallClockObserver[K comparable] interface {
 	Observer[K]
 	NeedsWallClock() bool
 }
+
+// SetObserver installs obs (nil removes it). Install it before the queue is
+// used: keys added earlier carry no times when the queue was unnamed. With an
+// Observer installed the queue reads the clock on every Add, Get and Done.
+func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
+	s.mu.Lock()
+	s.obs = obs
+	s.timed = s.name != "" || obs != nil
+	s.wallClock = obs != nil
+	if w, ok := obs.(WallClockObserver[K]); ok {
+		s.wallClock = w.NeedsWallClock()
+	}
+	if s.timed {
+		s.statsOn.Store(true)
+	}
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
+// Observer returns the Observer installed with SetObserver, or nil.
+func (s *Scheduler[K]) Observer() Observer[K] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.obs
+}
+
+// observeLocked hands the item just taken to the Observer and unlocks. The
+// Item the Observer sees is recycled (it must not keep it), so that neither
+// path of get allocates one.
+func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc, wall time.Time) Item[K] {
+	itp := reuse(&s.freeItems)
+	itp.Key = e.key
+	s.fillItem(itp, e, p.started, wall)
+	s.resetRun(e)
+	s.publishLocked()
+	s.mu.Unlock()
+
+	itp.ctx = obs.Dequeued(ctx, itp)
+	it := *itp
+	*itp = Item[K]{}
+	// Under the lock: AddRateLimited of this key, from any goroutine, reads
+	// p.ctx for Item.PreviousAttempt.
+	s.mu.Lock()
+	p.ctx = it.ctx
+	if len(s.freeItems) < maxFree {
+		s.freeItems = append(s.freeItems, itp)
+	}
+	s.mu.Unlock()
+	return it
+}

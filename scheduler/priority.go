@@ -1,6 +1,10 @@
 package scheduler
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+)
 
 // PriorityDepth is the number of keys ready at one priority: see
 // [Scheduler.DepthByPriority].
@@ -17,8 +21,9 @@ type PriorityDepth struct {
 // to Stats().Depth at one instant. A priority keys were recently ready at
 // may be reported with a depth of 0: the queue keeps the levels of drained
 // priorities, so that a gauge by priority goes back to 0 rather than
-// vanishing, until it holds 16 priorities; adding a key at a new priority
-// then drops every empty one. Delayed and held keys count at no priority.
+// vanishing, as long as it holds at most 16 priorities; beyond, the least
+// recently drained ones are dropped. Delayed and held keys count at no
+// priority.
 //
 // Unlike Stats, DepthByPriority takes the queue lock, for a time that grows
 // with the number of priorities, not of keys. It allocates only when dst
@@ -30,10 +35,11 @@ func (s *Scheduler[K]) DepthByPriority(dst []PriorityDepth) []PriorityDepth {
 		s.promoteLocked(s.now())
 		s.publishLocked()
 	}
-	for i := range s.ready.levels {
-		l := &s.ready.levels[i]
-		dst = append(dst, PriorityDepth{Priority: l.prio, Depth: l.n})
+	start := len(dst)
+	for _, l := range s.ready.levels {
+		dst = append(dst, PriorityDepth{Priority: int(l.prio), Depth: l.n})
 	}
+	slices.SortFunc(dst[start:], func(a, b PriorityDepth) int { return cmp.Compare(b.Priority, a.Priority) })
 	return dst
 }
 

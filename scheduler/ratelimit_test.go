@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestAddRateLimited(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, 4*time.Second)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, 4*time.Second)})
 
 	// Each failure doubles the backoff, up to the limiter's maximum.
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
@@ -47,7 +49,7 @@ func TestAddRateLimited(t *testing.T) {
 
 func TestAddRateLimitedWhileProcessing(t *testing.T) {
 	// The usual retry: the worker calls AddRateLimited before Done.
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.Add("a")
 	mustGetKey(t, s, "a")
 	s.AddRateLimited("a")
@@ -132,7 +134,7 @@ func TestRateLimiterNonPositiveDelay(t *testing.T) {
 }
 
 func TestRateLimitedContext(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.AddRateLimitedContext(spanCtx(1), "a")
 	fc.Step(time.Second)
 	it := mustGetKey(t, s, "a")
@@ -145,7 +147,7 @@ func TestRateLimitedContext(t *testing.T) {
 func TestRetriesCount(t *testing.T) {
 	// Retries counts AddAfter and AddRateLimited calls, delayed or not, as
 	// client-go's workqueue_retries_total; plain adds do not count.
-	s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.Add("a")
 	s.AddContext(spanCtx(1), "a")
 	s.AddAfter("a", 0)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 // The scheduler drops into client-go controllers.
@@ -135,14 +137,14 @@ func TestDoneWakesBlockedGet(t *testing.T) {
 		got <- key
 	}()
 	// The worker above blocks: the key is held until Done.
-	waitParked(t, "waitReadyLocked", 1)
+	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 1)
 	select {
 	case k := <-got:
 		t.Fatalf("Get returned %q while the key was processed", k)
 	default:
 	}
 	s.Done("a")
-	if k := receive(t, got, "Get after Done"); k != "a" {
+	if k := testutil.Receive(t, got, "Get after Done"); k != "a" {
 		t.Fatalf("Get = %q, want a", k)
 	}
 	s.Done("a")
@@ -158,9 +160,9 @@ func TestAddWakesBlockedGet(t *testing.T) {
 		}
 		got <- it
 	}()
-	waitParked(t, "waitReadyLocked", 1)
+	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 1)
 	s.Add("a")
-	if it := receive(t, got, "GetContext"); it.Key != "a" {
+	if it := testutil.Receive(t, got, "GetContext"); it.Key != "a" {
 		t.Fatalf("key = %q, want a", it.Key)
 	}
 	s.Done("a")
@@ -213,9 +215,9 @@ func TestGetContextCancelWhileBlocked(t *testing.T) {
 				_, err := s.GetContext(ctx)
 				errc <- err
 			}()
-			waitParked(t, "waitReadyLocked", 1)
+			testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 1)
 			tc.cancel(cancel)
-			if err := receive(t, errc, "GetContext"); !errors.Is(err, tc.wantErr) {
+			if err := testutil.Receive(t, errc, "GetContext"); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("GetContext error = %v, want %v", err, tc.wantErr)
 			}
 			// Nothing was taken.
@@ -237,7 +239,7 @@ func TestGetContextDeadlineExceeded(t *testing.T) {
 		_, err := s.GetContext(ctx)
 		errc <- err
 	}()
-	if err := receive(t, errc, "GetContext with an expired context"); !errors.Is(err, context.DeadlineExceeded) {
+	if err := testutil.Receive(t, errc, "GetContext with an expired context"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("GetContext error = %v, want DeadlineExceeded", err)
 	}
 }
@@ -299,6 +301,15 @@ func checkItem(t testing.TB, got, want Item[string]) {
 	if got.Coalesced != want.Coalesced {
 		t.Errorf("Coalesced = %d, want %d", got.Coalesced, want.Coalesced)
 	}
+	checkSpans(t, got, want)
+	if !got.PreviousAttempt.Equal(want.PreviousAttempt) {
+		t.Errorf("PreviousAttempt = %v, want %v", got.PreviousAttempt, want.PreviousAttempt)
+	}
+}
+
+// checkSpans compares the Origin, Links and DroppedLinks of an Item.
+func checkSpans(t testing.TB, got, want Item[string]) {
+	t.Helper()
 	if !got.Origin.Equal(want.Origin) {
 		t.Errorf("Origin = %v, want %v", got.Origin, want.Origin)
 	}
@@ -307,9 +318,6 @@ func checkItem(t testing.TB, got, want Item[string]) {
 	}
 	if got.DroppedLinks != want.DroppedLinks {
 		t.Errorf("DroppedLinks = %d, want %d", got.DroppedLinks, want.DroppedLinks)
-	}
-	if !got.PreviousAttempt.Equal(want.PreviousAttempt) {
-		t.Errorf("PreviousAttempt = %v, want %v", got.PreviousAttempt, want.PreviousAttempt)
 	}
 }
 
@@ -342,7 +350,7 @@ func TestItemReason(t *testing.T) {
 		want: Item[string]{Key: "a", EnqueuedAt: t0, ReadyAt: sec(2), DequeuedAt: sec(3), Reason: WaitDelayed},
 	}, {
 		name: "rate limited",
-		cfg:  Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)},
+		cfg:  Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)},
 		run: func(t *testing.T, s *Scheduler[string], step func(time.Duration)) Item[string] {
 			s.AddRateLimited("a")
 			step(time.Second)

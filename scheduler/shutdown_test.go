@@ -5,10 +5,12 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestShutDownIgnoresAdds(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.ShutDown()
 	if !s.ShuttingDown() {
 		t.Fatal("ShuttingDown = false after ShutDown")
@@ -62,7 +64,7 @@ func TestShutDownHandsOutReadyKeys(t *testing.T) {
 }
 
 func TestShutDownDropsDelayedKeys(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", Debounce: time.Second, RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", Debounce: time.Second, RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.AddAfter("a", time.Second)
 	s.AddRateLimited("b")
 	s.Add("c") // debounced
@@ -94,12 +96,12 @@ func TestShutDownWakesBlockedWorkers(t *testing.T) {
 		_, err := s.GetContext(context.Background())
 		gotErr <- err
 	}()
-	waitParked(t, "waitReadyLocked", 2)
+	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 2)
 	s.ShutDown()
-	if !receive(t, gotShutdown, "Get") {
+	if !testutil.Receive(t, gotShutdown, "Get") {
 		t.Error("Get: shutdown = false")
 	}
-	if err := receive(t, gotErr, "GetContext"); !errors.Is(err, ErrShutDown) {
+	if err := testutil.Receive(t, gotErr, "GetContext"); !errors.Is(err, ErrShutDown) {
 		t.Errorf("GetContext error = %v, want ErrShutDown", err)
 	}
 }
@@ -137,12 +139,12 @@ func startDrain(t *testing.T, s *Scheduler[string]) <-chan struct{} {
 	}()
 	// It waits for the runs in flight (or returned early: the caller
 	// checks drained).
-	waitFor(t, "ShutDownWithDrain to wait or return", func() bool {
+	testutil.WaitFor(t, "ShutDownWithDrain to wait or return", func() bool {
 		select {
 		case <-drained:
 			return true
 		default:
-			return parkedIn("ShutDownWithDrain") == 1
+			return testutil.BlockedIn("ShutDownWithDrain", testutil.CondWait) == 1
 		}
 	})
 	return drained
@@ -179,7 +181,7 @@ func TestShutDownWithDrainWaitsForDone(t *testing.T) {
 		t.Fatalf("GetContext error = %v, want ErrShutDown", err)
 	}
 	s.Done("b")
-	receive(t, drained, "ShutDownWithDrain to return after the last Done")
+	testutil.Receive(t, drained, "ShutDownWithDrain to return after the last Done")
 }
 
 func TestShutDownWithDrainHeldRun(t *testing.T) {
@@ -196,7 +198,7 @@ func TestShutDownWithDrainHeldRun(t *testing.T) {
 	s.Done("a")
 	it := mustGetKey(t, s, "a")
 	s.Done(it.Key)
-	receive(t, drained, "ShutDownWithDrain")
+	testutil.Receive(t, drained, "ShutDownWithDrain")
 	if _, err := s.GetContext(context.Background()); !errors.Is(err, ErrShutDown) {
 		t.Fatalf("GetContext error = %v, want ErrShutDown", err)
 	}
@@ -209,7 +211,7 @@ func TestShutDownReleasesDrain(t *testing.T) {
 	drained := startDrain(t, s)
 	mustNotBeClosed(t, drained, "ShutDownWithDrain")
 	s.ShutDown()
-	receive(t, drained, "ShutDownWithDrain to return after ShutDown")
+	testutil.Receive(t, drained, "ShutDownWithDrain to return after ShutDown")
 	s.Done("a") // late Done is harmless
 	if st := s.Stats(); st.InFlight != 0 {
 		t.Fatalf("InFlight = %d, want 0", st.InFlight)
@@ -217,7 +219,7 @@ func TestShutDownReleasesDrain(t *testing.T) {
 }
 
 func TestShutDownWithKeysEverywhere(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	s.Add("inflight")        // in flight, nothing pending
 	s.Add("held")            // in flight, added again at once
 	s.Add("held-delayed")    // in flight, added again with a delay
@@ -288,7 +290,7 @@ func TestStopOnShutDown(t *testing.T) {
 		}()
 		// The worker waits (nothing is ready) when ShutDown comes; the
 		// held key becomes ready right after, before it wakes.
-		waitParked(t, "waitReadyLocked", 1)
+		testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 1)
 		s.ShutDown()
 		s.Done("busy") // the held run becomes ready
 		select {

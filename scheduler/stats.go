@@ -105,3 +105,46 @@ func nonNegative(d int64) time.Duration {
 	}
 	return time.Duration(d)
 }
+
+// Stats returns a consistent snapshot of the queue's numbers. It does not
+// take the queue lock (except once, at the first call on an unnamed queue
+// with no Observer, which until then publishes nothing), and reads the clock
+// only to compute the ages.
+func (s *Scheduler[K]) Stats() Stats {
+	if !s.statsOn.Load() {
+		// The first call of an unnamed queue: from now on operations
+		// publish; this once, publish what is there under the queue lock.
+		s.mu.Lock()
+		s.statsOn.Store(true)
+		s.publishLocked()
+		s.mu.Unlock()
+	}
+	v := s.stats.load()
+	return v.snapshot(s.now)
+}
+
+// publishLocked copies the queue's numbers into the stats cell.
+func (s *Scheduler[K]) publishLocked() {
+	if !s.statsOn.Load() {
+		return
+	}
+	c := &s.stats
+	c.mu.Lock()
+	v := &c.v
+	v.depth = s.ready.len()
+	v.delayed = len(s.delayed)
+	v.held = s.held
+	v.inFlight = s.inflight.n
+	v.adds, v.retries, v.coalesced = s.adds, s.retries, s.coalesced
+	v.timed = s.timed
+	if s.timed {
+		if e := s.ready.oldest(); e != nil {
+			v.oldestReady = e.readySince()
+		}
+		if h := s.inflight.head; h != nil {
+			v.oldestStart = h.started
+		}
+		v.startSum = s.inflight.startSum
+	}
+	c.mu.Unlock()
+}

@@ -3,10 +3,12 @@ package scheduler
 import (
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 func TestStats(t *testing.T) {
-	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: expLimiter(time.Second, time.Minute)})
+	s, fc := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
 	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
 
 	for i, step := range []struct {
@@ -60,13 +62,13 @@ func TestStatsPublishedByTheDelayLoop(t *testing.T) {
 	waitTimer(t, fc)
 	fc.Step(time.Second)
 	// Nothing but the delay loop moves a to the ready queue here.
-	waitFor(t, "Stats to show a ready", func() bool {
+	testutil.WaitFor(t, "Stats to show a ready", func() bool {
 		st := s.Stats()
 		return st.Depth == 1 && st.Delayed == 1
 	})
 	waitTimer(t, fc)
 	fc.Step(time.Second)
-	waitFor(t, "Stats to show b ready", func() bool {
+	testutil.WaitFor(t, "Stats to show b ready", func() bool {
 		st := s.Stats()
 		return st.Depth == 2 && st.Delayed == 0
 	})

@@ -20,9 +20,17 @@ type slot[K comparable] struct {
 
 func (s slot[K]) valid() bool { return s.e.seq == s.seq && s.e.place == inReady }
 
+// minRing is the size of a new ring: small, as a queue that spreads its
+// keys over many priorities holds few at each.
+const minRing = 4
+
+// maxIdleRing is the most slots a fifo keeps while (nearly) empty: a ring
+// grown by a burst is given back as it drains.
+const maxIdleRing = 256
+
 func (q *fifo[K]) push(sl slot[K]) {
 	if q.n == len(q.buf) {
-		q.grow()
+		q.resize(max(minRing, 2*len(q.buf)))
 	}
 	q.buf[(q.head+q.n)&(len(q.buf)-1)] = sl
 	q.n++
@@ -38,14 +46,19 @@ func (q *fifo[K]) pop() slot[K] {
 	if q.n == 0 {
 		q.head = 0
 	}
+	q.shrink()
 	return sl
 }
 
-func (q *fifo[K]) grow() {
-	size := 2 * len(q.buf)
-	if size == 0 {
-		size = 16
+// shrink halves a large ring that is less than a quarter full.
+func (q *fifo[K]) shrink() {
+	if len(q.buf) > maxIdleRing && q.n < len(q.buf)/4 {
+		q.resize(len(q.buf) / 2)
 	}
+}
+
+// resize moves the slots to a ring of size slots, a power of two >= q.n.
+func (q *fifo[K]) resize(size int) {
 	buf := make([]slot[K], size)
 	for i := 0; i < q.n; i++ {
 		buf[i] = q.buf[(q.head+i)&(len(q.buf)-1)]
@@ -53,43 +66,87 @@ func (q *fifo[K]) grow() {
 	q.buf, q.head = buf, 0
 }
 
-// readyQueue holds the ready keys: one fifo per priority, highest priority
-// first. A queue whose keys all have priority 0 has a single level.
-type readyQueue[K comparable] struct {
-	levels []level[K] // by priority, highest first
-	n      int        // ready entries (stale slots not counted)
+// compact drops the stale slots, keeping the order of the others.
+func (q *fifo[K]) compact() {
+	mask := len(q.buf) - 1
+	n := 0
+	for i := 0; i < q.n; i++ {
+		if sl := q.buf[(q.head+i)&mask]; sl.valid() {
+			q.buf[(q.head+n)&mask] = sl
+			n++
+		}
+	}
+	for i := n; i < q.n; i++ {
+		q.buf[(q.head+i)&mask] = slot[K]{}
+	}
+	q.n = n
+	size := len(q.buf)
+	for size > maxIdleRing && q.n < size/4 {
+		size /= 2
+	}
+	if size != len(q.buf) {
+		q.resize(size)
+	}
 }
 
+// readyQueue holds the ready keys: one fifo (a level) per priority. The
+// levels that hold ready keys are in two heaps, one by priority for pop and
+// one by the time their first key became ready for oldest, so that every
+// operation costs O(log P) for P priorities with ready keys. A drained
+// level leaves both heaps and stays, empty, among the idle levels, so that
+// a priority used again soon finds its ring (a queue whose keys all have
+// priority 0 keeps a single level) and DepthByPriority reports it at 0; the
+// least recently drained idle levels are dropped once more than
+// maxIdleLevels levels are kept.
+type readyQueue[K comparable] struct {
+	levels map[int32]*level[K] // every level kept, ready keys or idle
+	byPrio levelHeap[K]        // levels with ready keys, highest priority first
+	byAge  levelHeap[K]        // levels with ready keys, by their first key's readySince
+	idle   []*level[K]         // idle levels, least recently drained first; at most maxIdleLevels
+	spare  []*level[K]         // dropped levels, kept for reuse
+	n      int                 // ready entries (stale slots not counted)
+	// parked is the drained level left in the heaps because it was the only
+	// one there: a queue whose keys all have one priority drains after
+	// nearly every Get, and its next key comes at the same priority. Set
+	// only while no key is ready.
+	parked *level[K]
+}
+
+// level holds the ready keys of one priority. While it has any, its first
+// slot is valid and it holds at most n+maxStale stale slots.
 type level[K comparable] struct {
-	prio int
+	prio int32
 	n    int // ready entries at this priority
 	q    fifo[K]
+	idx  [2]int32 // index in byPrio and byAge; -1 when out of them
+	idle bool     // in readyQueue.idle
 }
 
 func (r *readyQueue[K]) len() int { return r.n }
 
 // maxIdleLevels bounds the levels kept while empty: a queue that sees many
-// distinct priorities over time drops the empty ones, so that its memory and
-// the cost of pop stay bounded by the priorities of the keys it holds.
+// distinct priorities over time drops the least recently drained ones, so
+// that its memory stays bounded by the priorities of the keys it holds.
 const maxIdleLevels = 16
 
-// level returns the level of priority p, creating it in order; creating
-// one when maxIdleLevels are kept first drops the empty ones.
-func (r *readyQueue[K]) level(p int) *level[K] {
-	i := 0
-	for ; i < len(r.levels); i++ {
-		if l := &r.levels[i]; l.prio == p {
-			return l
-		} else if l.prio < p {
-			break
-		}
+// maxStale is how many stale slots a level holds beyond its number of ready
+// keys before it is compacted.
+const maxStale = 32
+
+// level returns the level of priority p, making it if needed.
+func (r *readyQueue[K]) level(p int32) *level[K] {
+	if l, ok := r.levels[p]; ok {
+		return l
 	}
-	if len(r.levels) >= maxIdleLevels {
-		r.prune()
-		i, _ = slices.BinarySearchFunc(r.levels, p, func(l level[K], p int) int { return p - l.prio })
+	l := reuse(&r.spare)
+	l.prio, l.idx = p, [2]int32{-1, -1}
+	if r.levels == nil { // the first level: the heaps are empty
+		r.levels = make(map[int32]*level[K])
+		r.byPrio.which, r.byAge.which = 0, 1
 	}
-	r.levels = slices.Insert(r.levels, i, level[K]{prio: p})
-	return &r.levels[i]
+	r.levels[p] = l
+	r.evict()
+	return l
 }
 
 // push makes e ready at its priority.
@@ -97,62 +154,202 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 	e.place = inReady
 	e.seq++
 	var l *level[K]
-	if len(r.levels) > 0 && r.levels[0].prio == int(e.prio) {
-		l = &r.levels[0] // the common case: one priority
+	if len(r.byPrio.nodes) > 0 && r.byPrio.nodes[0].l.prio == e.prio {
+		l = r.byPrio.nodes[0].l // the common case: one priority
 	} else {
-		l = r.level(int(e.prio))
+		if r.parked != nil {
+			r.deactivate(r.parked)
+			r.parked = nil
+		}
+		l = r.level(e.prio)
 	}
 	l.q.push(slot[K]{e: e, seq: e.seq})
 	l.n++
 	r.n++
+	switch {
+	case l.n > 1:
+	case l == r.parked:
+		r.parked = nil
+		r.byAge.update(l, e.readySince())
+	default:
+		r.activate(l, e)
+	}
 }
 
-// raise moves the ready entry e to priority p, at the end of that level.
+// raise moves the ready entry e to priority p > e.prio, at the end of that
+// level. Its slot in the old level becomes stale.
 func (r *readyQueue[K]) raise(e *entry[K], p int32) {
-	r.level(int(e.prio)).n--
+	l := r.levels[e.prio]
+	l.n--
 	r.n--
 	e.prio = p
 	r.push(e)
-}
-
-// prune drops the empty levels. The slots left in an empty level are all
-// stale.
-func (r *readyQueue[K]) prune() {
-	r.levels = slices.DeleteFunc(r.levels, func(l level[K]) bool { return l.n == 0 })
+	r.settle(l, !l.q.peek().valid())
 }
 
 // pop takes the oldest entry of the highest priority; r.len() must be > 0.
 func (r *readyQueue[K]) pop() *entry[K] {
-	for i := range r.levels {
-		l := &r.levels[i]
-		for l.n > 0 {
-			if sl := l.q.pop(); sl.valid() {
-				l.n--
-				r.n--
-				return sl.e
-			}
-		}
-	}
-	panic("scheduler: pop of an empty ready queue")
+	l := r.byPrio.nodes[0].l
+	e := l.q.pop().e // the first slot of a level with ready keys is valid
+	l.n--
+	r.n--
+	r.settle(l, true)
+	return e
 }
 
-// oldest returns the entry that has been ready the longest, at any
-// priority, or nil.
+// oldest returns the entry that has been ready the longest among the first
+// of each priority, or nil.
 func (r *readyQueue[K]) oldest() *entry[K] {
-	var old *entry[K]
-	for i := range r.levels {
-		l := &r.levels[i]
-		if l.n == 0 {
-			continue
+	if r.n == 0 {
+		return nil
+	}
+	return r.byAge.nodes[0].l.q.peek().e
+}
+
+// activate puts l, whose first ready entry e just came, into the heaps.
+func (r *readyQueue[K]) activate(l *level[K], e *entry[K]) {
+	if l.idle {
+		r.unlinkIdle(l)
+	}
+	r.byPrio.push(l, -int64(l.prio))
+	r.byAge.push(l, e.readySince())
+}
+
+// settle restores the invariants of l after it lost a ready entry (its
+// first one when headGone): a level with ready keys starts with a valid
+// slot, has its first key's time in byAge and few stale slots; a level with
+// none is idle, or parked if it was the only one with ready keys.
+func (r *readyQueue[K]) settle(l *level[K], headGone bool) {
+	if l.n == 0 {
+		for l.q.n > 0 {
+			l.q.pop()
 		}
+		if len(r.byPrio.nodes) == 1 {
+			r.parked = l
+		} else {
+			r.deactivate(l)
+		}
+		return
+	}
+	if headGone {
 		for !l.q.peek().valid() {
 			l.q.pop()
 		}
-		if e := l.q.peek().e; old == nil || e.readySince() < old.readySince() {
-			old = e
+		r.byAge.update(l, l.q.peek().e.readySince())
+	}
+	if l.q.n-l.n > l.n+maxStale {
+		l.q.compact()
+	}
+}
+
+// deactivate takes the drained level l out of the heaps and makes it idle.
+func (r *readyQueue[K]) deactivate(l *level[K]) {
+	r.byPrio.remove(l)
+	r.byAge.remove(l)
+	if len(l.q.buf) > maxIdleRing {
+		l.q = fifo[K]{}
+	}
+	l.idle = true
+	r.idle = append(r.idle, l)
+	r.evict()
+}
+
+// unlinkIdle takes l out of the idle levels, which evict keeps few: at most
+// maxIdleLevels.
+func (r *readyQueue[K]) unlinkIdle(l *level[K]) {
+	r.idle = slices.DeleteFunc(r.idle, func(m *level[K]) bool { return m == l })
+	l.idle = false
+}
+
+// evict drops the least recently drained idle levels while more than
+// maxIdleLevels levels are kept.
+func (r *readyQueue[K]) evict() {
+	for len(r.levels) > maxIdleLevels && len(r.idle) > 0 {
+		l := r.idle[0]
+		r.unlinkIdle(l)
+		delete(r.levels, l.prio)
+		if len(r.spare) < maxIdleLevels {
+			r.spare = append(r.spare, l)
 		}
 	}
-	return old
+}
+
+// levelHeap is a binary min-heap of levels by key. Each level knows its
+// index in it (level.idx[which]), so a level can leave, or its key move, in
+// O(log n).
+type levelHeap[K comparable] struct {
+	nodes []levelNode[K]
+	which int
+}
+
+type levelNode[K comparable] struct {
+	key int64
+	l   *level[K]
+}
+
+func (h *levelHeap[K]) set(i int, n levelNode[K]) {
+	h.nodes[i] = n
+	n.l.idx[h.which] = int32(i)
+}
+
+func (h *levelHeap[K]) push(l *level[K], key int64) {
+	h.nodes = append(h.nodes, levelNode[K]{})
+	h.up(len(h.nodes)-1, levelNode[K]{key: key, l: l})
+}
+
+func (h *levelHeap[K]) remove(l *level[K]) {
+	i := int(l.idx[h.which])
+	last := len(h.nodes) - 1
+	n := h.nodes[last]
+	h.nodes[last] = levelNode[K]{}
+	h.nodes = h.nodes[:last]
+	if i != last && !h.down(i, n) {
+		h.up(i, n)
+	}
+	l.idx[h.which] = -1
+}
+
+// update gives l, which is in the heap, the key key.
+func (h *levelHeap[K]) update(l *level[K], key int64) {
+	i, n := int(l.idx[h.which]), levelNode[K]{key: key, l: l}
+	if !h.down(i, n) {
+		h.up(i, n)
+	}
+}
+
+// up places n at index j or above, moving larger parents down.
+func (h *levelHeap[K]) up(j int, n levelNode[K]) {
+	for j > 0 {
+		p := (j - 1) / 2
+		if h.nodes[p].key <= n.key {
+			break
+		}
+		h.set(j, h.nodes[p])
+		j = p
+	}
+	h.set(j, n)
+}
+
+// down places n at index i or below, moving smaller children up; it reports
+// whether n moved.
+func (h *levelHeap[K]) down(i int, n levelNode[K]) bool {
+	i0 := i
+	for {
+		m := 2*i + 1
+		if m >= len(h.nodes) {
+			break
+		}
+		if c := m + 1; c < len(h.nodes) && h.nodes[c].key < h.nodes[m].key {
+			m = c
+		}
+		if h.nodes[m].key >= n.key {
+			break
+		}
+		h.set(i, h.nodes[m])
+		i = m
+	}
+	h.set(i, n)
+	return i > i0
 }
 
 // delayHeap is a 4-ary min-heap of delayed entries ordered by ready time.

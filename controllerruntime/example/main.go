@@ -1,11 +1,13 @@
 // Command example is a controller-runtime controller whose queue is
 // otelqueue's: a manager, a controller built with builder.ControllerManagedBy,
 // controllerruntime.New's NewQueue and wrapped reconciler, and
-// controllerruntime.EnqueueRequestForObject watching ConfigMaps through a
-// client-go informer.
+// For(&corev1.ConfigMap{}), as kubebuilder scaffolds it, with
+// controllerruntime.ObjectLinkSource linking each attempt to the writer
+// found in the object's annotation in the manager's cache.
 //
 // By default it runs on an embedded fake cluster (client-go's fake
-// clientset with a real informer; no API server is needed) with a workload
+// clientset serving the manager's cache, see package fakecluster; no API
+// server is needed) with a workload
 // that creates -objects ConfigMaps before the controller starts (its initial
 // list, enqueued at low priority) and then updates them at -churn per
 // second, each write in a traced "workload update" span whose traceparent
@@ -61,14 +63,14 @@ func main() {
 // run runs the example until ctx ends or -duration passes, then flushes the
 // telemetry. ready, if not nil, receives the metrics URL once serving.
 func run(ctx context.Context, cfg config, ready chan<- string) error {
-	if cfg.duration > 0 {
+	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{
 		ServiceName:   "otelqueue-controller-runtime-example",
-		MetricsAddr:   cfg.metricsAddr,
+		MetricsAddr:   cfg.MetricsAddr,
 		Gatherer:      ctrlmetrics.Registry, // one scrape with controller-runtime's series
 		SpanProcessor: cfg.spans,
 	})
@@ -79,7 +81,7 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		log.Printf("metrics at %s", tel.MetricsURL)
 	}
 	if len(tel.OTLP) > 0 {
-		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
+		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))
 	}
 	if ready != nil {
 		ready <- tel.MetricsURL

@@ -42,8 +42,8 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		}
 	}
 	cfg, err := parseFlags([]string{"-kubeconfig", "/nonexistent"})
-	if err != nil || cfg.generate {
-		t.Errorf("with -kubeconfig the workload must be asked for: generate=%v, err=%v", cfg.generate, err)
+	if err != nil || cfg.Generate {
+		t.Errorf("with -kubeconfig the workload must be asked for: generate=%v, err=%v", cfg.Generate, err)
 	}
 }
 

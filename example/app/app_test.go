@@ -34,6 +34,11 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		{[]string{"-duration", "-1s"}, "-duration is -1s"},
 		{[]string{"-metrics-addr", "nope"}, "-metrics-addr \"nope\""},
 		{[]string{"-churn", "-3"}, "-churn is -3"},
+		{[]string{"-churn", "2e9"}, "-churn is 2e+09"}, // panicked in NewTicker (more: examplecluster)
+		{[]string{"-error-rate", "NaN"}, "-error-rate is NaN"},
+		{[]string{"-latency-spread", "Inf"}, "-latency-spread is +Inf"},
+		{[]string{"-latency-spread", "NaN"}, "-latency-spread is NaN"},
+		{[]string{"-burst-size", "-1"}, "-burst-size is -1"},
 		{[]string{"-objects", "0"}, "-objects is 0"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"stray"}, "unexpected argument \"stray\""},
@@ -47,11 +52,11 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if c.metricsAddr != "127.0.0.1:9464" || !c.generate || c.workers != 2 {
+	if c.MetricsAddr != "127.0.0.1:9464" || !c.Generate || c.Workers != 2 || c.KubeQPS != 100 || c.KubeBurst != 200 {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-kubeconfig", "/nonexistent"})
-	if err != nil || c.generate {
+	if err != nil || c.Generate {
 		t.Errorf("-kubeconfig must turn the workload off unless -generate is given: %+v, %v", c, err)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -21,11 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/otelqueue/otelqueue/internal/examplecluster"
 	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -36,7 +35,7 @@ const (
 	// observedAnnotation records the data version the controller last
 	// reconciled; writing it is the controller's "status update".
 	observedAnnotation = "example.otelqueue.io/observed-version"
-	versionKey         = "version"
+	versionKey         = examplecluster.VersionKey
 )
 
 var tracer = otel.Tracer("github.com/otelqueue/otelqueue/example/app")
@@ -50,39 +49,45 @@ type controller struct {
 	queue  *scheduler.Scheduler[string]
 	tp     *otelqueue.TraceparentReader
 
+	interrupted atomic.Int64 // reconciles cut short by the stop
+
 	mu  sync.Mutex
 	rng *rand.Rand
-}
-
-func newClient(cfg config) (kubernetes.Interface, string, error) {
-	if cfg.kubeconfig == "" {
-		return fake.NewClientset(), "embedded fake cluster", nil
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
-	if err != nil {
-		return nil, "", fmt.Errorf("-kubeconfig %s: %w", cfg.kubeconfig, err)
-	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, "", fmt.Errorf("client for %s: %w", rc.Host, err)
-	}
-	return c, "cluster at " + rc.Host, nil
 }
 
 // runController runs the informers, the workers, the workload and the
 // summary until ctx is done, then stops them in order: no new events, work
 // in flight drained, the queue shut down.
 func runController(ctx context.Context, cfg config, tel *exampletelemetry.Telemetry) error {
-	client, where, err := newClient(cfg)
+	// The cluster's requests wait for its limiter until the controller has
+	// stopped: the reconciles drained at the stop still write.
+	clusterCtx, stopCluster := context.WithCancel(context.Background())
+	defer stopCluster()
+	cluster, err := examplecluster.Connect(clusterCtx, cfg.Flags)
 	if err != nil {
 		return err
+	}
+	client, where := cluster.Client, cluster.Where
+	var w *examplecluster.Workload
+	if cfg.Generate {
+		// Before the informers start: the objects are their initial list.
+		// Created as already reconciled, as a restarted controller finds most
+		// objects: the initial list costs no simulated work, so that the
+		// depth shows the congestion the churn makes, not a backlog of
+		// -objects.
+		w = &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects,
+			Churn: cfg.Churn, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer,
+			Annotations: map[string]string{observedAnnotation: "0"}}
+		if err := w.Seed(ctx); err != nil {
+			return examplecluster.StopError(ctx, err)
+		}
 	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
 	if _, err := otelqueue.Instrument(queue); err != nil {
 		return err
 	}
 
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
 	inf := factory.Core().V1().ConfigMaps()
 	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: otelqueue.NewTraceparentReader(), rng: rand.New(rand.NewPCG(1, 2))}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -92,7 +97,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		return fmt.Errorf("adding the event handler: %w", err)
 	}
 
-	runner, err := otelqueue.NewRunner(queue, cfg.workers, c.reconcile)
+	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile)
 	if err != nil {
 		return err
 	}
@@ -109,38 +114,39 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			if ctx.Err() != nil {
 				return fmt.Errorf("stopped before the %v informer synced with the %s", typ, where)
 			}
-			return fmt.Errorf("the %v informer did not sync with the %s within a minute (is it reachable, and may we list ConfigMaps in %q?)", typ, where, cfg.namespace)
+			return fmt.Errorf("the %v informer did not sync with the %s within a minute (is it reachable, and may we list ConfigMaps in %q?)", typ, where, cfg.Namespace)
 		}
 	}
 
-	log.Printf("controller %q running against the %s, namespace %q, %d workers", queueName, where, cfg.namespace, cfg.workers)
+	log.Printf("controller %q running against the %s, namespace %q, %d workers", queueName, where, cfg.Namespace, cfg.Workers)
 	if tel.MetricsURL != "" {
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
 	}
 	if len(tel.OTLP) > 0 {
-		log.Printf("exporting over OTLP gRPC: %s", strings.Join(tel.OTLP, ", "))
+		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))
 	} else {
 		log.Printf("no OTLP export (set OTEL_EXPORTER_OTLP_ENDPOINT to send traces and metrics to a collector)")
 	}
 
 	var wg sync.WaitGroup
-	if cfg.generate {
-		w := &workload{cfg: cfg, client: client}
-		if err := w.seed(ctx); err != nil {
-			queue.ShutDown()
-			return err
-		}
-		wg.Go(func() { w.run(ctx) })
+	if w != nil {
+		wg.Go(func() { w.Run(ctx) })
 	}
-	if cfg.summaryEvery > 0 {
-		wg.Go(func() { summarize(ctx, cfg.summaryEvery, queue, runner) })
+	if cfg.SummaryEvery > 0 {
+		busy := func(time.Time) (time.Duration, uint64) {
+			rs := runner.Stats()
+			return rs.Busy, rs.Success + rs.Error + rs.Requeue + rs.RequeueAfter + rs.Panic
+		}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter}
+		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, runner, m) })
 	}
 	err = runner.Run(ctx) // returns after draining, with the queue shut down
 	stopInformers()
 	wg.Wait()
+	stopCluster()
 	st, rs := queue.Stats(), runner.Stats()
-	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics), %d keys left pending",
-		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, st.Depth+st.Delayed+st.Held)
+	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics, %d interrupted by the stop), %d keys left pending",
+		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
 	return err
 }
 
@@ -187,6 +193,10 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	if err != nil {
 		return otelqueue.Result{}, err
 	}
+	version := cm.Data[versionKey]
+	if cm.Annotations[observedAnnotation] == version {
+		return otelqueue.Result{}, nil // up to date (the initial list of a restart): nothing to do
+	}
 
 	latency, fail := c.draw()
 	_, work := tracer.Start(ctx, "simulated work", trace.WithAttributes(attribute.Int64("work.latency_us", latency.Microseconds())))
@@ -194,26 +204,35 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	case <-time.After(latency):
 	case <-ctx.Done():
 		work.End()
-		return otelqueue.Result{}, ctx.Err()
+		return c.interrupt()
 	}
 	work.End()
 	if fail {
 		return otelqueue.Result{}, errSimulated
 	}
 
-	version := cm.Data[versionKey]
-	if cm.Annotations[observedAnnotation] == version {
-		return otelqueue.Result{}, nil
-	}
 	upd := cm.DeepCopy()
 	if upd.Annotations == nil {
 		upd.Annotations = map[string]string{}
 	}
 	upd.Annotations[observedAnnotation] = version
 	if _, err := c.client.CoreV1().ConfigMaps(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		if ctx.Err() != nil {
+			return c.interrupt() // e.g. waiting for the client's rate limiter
+		}
 		return otelqueue.Result{}, fmt.Errorf("recording the observed version of %s: %w", key, err)
 	}
 	return otelqueue.Result{}, nil
+}
+
+// interrupt counts a reconcile cut short by the stop (its ctx ended) and
+// returns its key for later without an error: the stopping queue drops it
+// and the next start lists the object again. Returned as an error, it would
+// count in workqueue.reconcile.results{result="error"}, as
+// controller-runtime counts it in controller_runtime_reconcile_total.
+func (c *controller) interrupt() (otelqueue.Result, error) {
+	c.interrupted.Add(1)
+	return otelqueue.Result{RequeueAfter: time.Second}, nil
 }
 
 // draw picks a reconcile latency (log-normal around -latency) and whether
@@ -221,82 +240,6 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 func (c *controller) draw() (time.Duration, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := float64(c.cfg.latency) * math.Exp(c.cfg.spread*c.rng.NormFloat64())
+	l := float64(c.cfg.Latency) * math.Exp(c.cfg.spread*c.rng.NormFloat64())
 	return time.Duration(l), c.rng.Float64() < c.cfg.errorRate
-}
-
-// workload writes ConfigMaps at the configured churn rate, with bursts.
-type workload struct {
-	cfg    config
-	client kubernetes.Interface
-	n      int
-}
-
-func (w *workload) name(i int) string { return fmt.Sprintf("demo-%04d", i) }
-
-// seed creates the namespace's ConfigMaps (those that already exist are kept).
-func (w *workload) seed(ctx context.Context) error {
-	for i := range w.cfg.objects {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: w.name(i), Namespace: w.cfg.namespace},
-			Data:       map[string]string{versionKey: "0"},
-		}
-		_, err := w.client.CoreV1().ConfigMaps(w.cfg.namespace).Create(ctx, cm, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ConfigMap %s/%s: %w", w.cfg.namespace, cm.Name, err)
-		}
-	}
-	return nil
-}
-
-func (w *workload) run(ctx context.Context) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var tick <-chan time.Time
-	if w.cfg.churn > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / w.cfg.churn))
-		defer t.Stop()
-		tick = t.C
-	}
-	var burst <-chan time.Time
-	if w.cfg.burstEvery > 0 && w.cfg.burstSize > 0 {
-		t := time.NewTicker(w.cfg.burstEvery)
-		defer t.Stop()
-		burst = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-			w.update(ctx, rng.IntN(w.cfg.objects))
-		case <-burst:
-			for range w.cfg.burstSize {
-				w.update(ctx, rng.IntN(w.cfg.objects))
-			}
-		}
-	}
-}
-
-// update bumps one ConfigMap's version, inside a span for the write.
-func (w *workload) update(ctx context.Context, i int) {
-	ctx, span := tracer.Start(ctx, "workload update", trace.WithSpanKind(trace.SpanKindProducer))
-	defer span.End()
-	cms := w.client.CoreV1().ConfigMaps(w.cfg.namespace)
-	cm, err := cms.Get(ctx, w.name(i), metav1.GetOptions{})
-	if err != nil {
-		if ctx.Err() == nil {
-			log.Printf("workload: %v", err)
-		}
-		return
-	}
-	w.n++
-	cm = cm.DeepCopy()
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[versionKey] = strconv.Itoa(w.n)
-	otelqueue.InjectTraceparent(ctx, cm) // the reconcile this write causes links here
-	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
-		log.Printf("workload: %v", err)
-	}
 }

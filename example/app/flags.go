@@ -1,103 +1,57 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io"
-	"net"
-	"os"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/examplecluster"
 )
+
+// maxSpread bounds -latency-spread: exp(3σ) already stretches the latency
+// twentyfold each way, and more overflows a time.Duration.
+const maxSpread = 3
 
 // config holds the parsed flags.
 type config struct {
-	kubeconfig   string
-	namespace    string
-	duration     time.Duration
-	metricsAddr  string
-	workers      int
-	summaryEvery time.Duration
+	examplecluster.Flags
 
-	// The synthetic workload (embedded fake cluster, or -generate).
-	generate   bool
-	objects    int
-	churn      float64 // updates per second
+	// The app's own knobs of the synthetic workload.
 	burstEvery time.Duration
 	burstSize  int
-	latency    time.Duration // median reconcile latency
-	spread     float64       // log-normal sigma of the latency
+	spread     float64 // log-normal sigma of the latency
 	errorRate  float64
 }
 
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("app", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "path to a kubeconfig: run against that cluster instead of the embedded fake one")
-	fs.StringVar(&c.namespace, "namespace", "otelqueue-demo", "namespace whose ConfigMaps the controller watches")
-	fs.DurationVar(&c.duration, "duration", 0, "stop cleanly after this long (0: run until SIGINT or SIGTERM)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9464", "address serving Prometheus metrics at /metrics (empty: off)")
-	fs.IntVar(&c.workers, "workers", 2, "number of reconcile workers")
-	fs.DurationVar(&c.summaryEvery, "summary-interval", 5*time.Second, "how often to print the queue summary line (0: never)")
-	generate := fs.Bool("generate", true, "run the synthetic workload (default true with the fake cluster; with -kubeconfig it writes ConfigMaps in -namespace, so it must be asked for)")
-	fs.IntVar(&c.objects, "objects", 50, "number of ConfigMaps the workload churns")
-	fs.Float64Var(&c.churn, "churn", 20, "ConfigMap updates per second")
+	c.Register(fs, examplecluster.Defaults{
+		MetricsAddr:  "127.0.0.1:9464",
+		Workers:      2,
+		WorkersUsage: "number of reconcile workers",
+		Objects:      50,
+		ObjectsUsage: "number of ConfigMaps the workload churns (created before the controller starts)",
+		Churn:        20,
+		Latency:      20 * time.Millisecond,
+		LatencyUsage: "median reconcile latency",
+	})
 	fs.DurationVar(&c.burstEvery, "burst-every", 10*time.Second, "interval between bursts of updates (0: no bursts)")
 	fs.IntVar(&c.burstSize, "burst-size", 40, "updates in each burst")
-	fs.DurationVar(&c.latency, "latency", 20*time.Millisecond, "median reconcile latency")
-	fs.Float64Var(&c.spread, "latency-spread", 0.5, "spread of the reconcile latency (log-normal sigma; 0: constant)")
+	fs.Float64Var(&c.spread, "latency-spread", 0.5, "spread of the reconcile latency (log-normal sigma, 0 to 3; 0: constant)")
 	fs.Float64Var(&c.errorRate, "error-rate", 0.05, "fraction of reconciles that fail and are retried with backoff (0..1)")
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fmt.Fprintln(os.Stdout, "Usage of app:")
-			fs.PrintDefaults()
-			return c, err
+	err := c.Parse(fs, args, func(bad func(string, ...any)) {
+		if c.burstEvery < 0 {
+			bad("-burst-every is %v: use a positive duration, or 0 for no bursts", c.burstEvery)
 		}
-		return c, fmt.Errorf("%v (run with -h for the flags)", err)
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q: every setting is a flag (run with -h)", fs.Arg(0))
-	}
-	c.generate = *generate
-	explicit := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	if c.kubeconfig != "" && !explicit["generate"] {
-		c.generate = false
-	}
-
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if c.workers < 1 {
-		bad("-workers is %d: it must be at least 1", c.workers)
-	}
-	if c.duration < 0 {
-		bad("-duration is %v: use a positive duration, or 0 to run until interrupted", c.duration)
-	}
-	if c.summaryEvery < 0 {
-		bad("-summary-interval is %v: use a positive duration, or 0 for no summary", c.summaryEvery)
-	}
-	if c.objects < 1 {
-		bad("-objects is %d: it must be at least 1", c.objects)
-	}
-	if c.churn < 0 {
-		bad("-churn is %v: it must be 0 or more updates per second", c.churn)
-	}
-	if c.burstEvery < 0 || c.burstSize < 0 {
-		bad("-burst-every and -burst-size must not be negative")
-	}
-	if c.latency < 0 || c.spread < 0 {
-		bad("-latency and -latency-spread must not be negative")
-	}
-	if c.errorRate < 0 || c.errorRate > 1 {
-		bad("-error-rate is %v: it must be between 0 and 1", c.errorRate)
-	}
-	if c.metricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.metricsAddr); err != nil {
-			bad("-metrics-addr %q: %v (use host:port, e.g. 127.0.0.1:9464)", c.metricsAddr, err)
+		if c.burstSize < 0 || c.burstSize > examplecluster.MaxChurn {
+			bad("-burst-size is %d: it must be between 0 and %d updates", c.burstSize, examplecluster.MaxChurn)
 		}
-	}
-	return c, errors.Join(errs...)
+		if !(c.spread >= 0 && c.spread <= maxSpread) { // NaN fails both
+			bad("-latency-spread is %v: it must be a log-normal sigma between 0 and %d", c.spread, maxSpread)
+		}
+		if !(c.errorRate >= 0 && c.errorRate <= 1) { // NaN fails both
+			bad("-error-rate is %v: it must be a fraction between 0 and 1", c.errorRate)
+		}
+	})
+	return c, err
 }

@@ -47,13 +47,13 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if cfg.duration > 0 {
+	if cfg.Duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.duration)
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
 
-	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.metricsAddr})
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr})
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
 // Package exampletelemetry sets up OpenTelemetry for otelqueue's example
 // controllers (example/app and controllerruntime/example): tracer and meter
-// providers from the standard OTEL_* variables, OTLP gRPC export per signal,
-// a Prometheus endpoint through the OpenTelemetry exporter bridge, and an
-// error handler that keeps export problems from flooding the log.
+// providers, exporters chosen by the standard OTEL_* variables (OTLP over
+// gRPC or HTTP, console, none; docs/environment.md lists them), a Prometheus
+// endpoint through the OpenTelemetry exporter bridge, and an error handler
+// that keeps export problems from flooding the log.
 package exampletelemetry
 
 import (
@@ -10,18 +11,17 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -37,13 +37,17 @@ type Config struct {
 	// ServiceName is service.name unless OTEL_SERVICE_NAME says otherwise.
 	ServiceName string
 	// MetricsAddr is the -metrics-addr flag: where /metrics is served
-	// (empty: no Prometheus endpoint).
+	// (empty: no Prometheus endpoint). It serves whatever
+	// OTEL_METRICS_EXPORTER says; OTEL_METRICS_EXPORTER=prometheus names it.
 	MetricsAddr string
 	// Gatherer is served at /metrics with the exporter's series, in one
 	// scrape. Nil means the Go and process collectors.
 	Gatherer prometheus.Gatherer
 	// SpanProcessor, when set (by tests), also receives every span.
 	SpanProcessor sdktrace.SpanProcessor
+	// Logf receives warnings, export problems and the flush notice. Nil
+	// means log.Printf.
+	Logf func(format string, args ...any)
 }
 
 // Telemetry holds the SDK providers and what serves or exports them.
@@ -52,15 +56,21 @@ type Telemetry struct {
 	MeterProvider  *sdkmetric.MeterProvider
 	// MetricsURL is the Prometheus endpoint, empty without one.
 	MetricsURL string
-	// OTLP says what goes where over OTLP ("traces to ...").
+	// OTLP says what goes where over OTLP, as dialled, e.g. "traces over
+	// OTLP gRPC to 127.0.0.1:4317 (plaintext)".
 	OTLP []string
 
-	server *http.Server
+	server   *http.Server
+	logf     func(format string, args ...any)
+	errors   *throttledLog
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // Setup builds the tracer and meter providers from cfg and the standard
 // OTEL_* variables, installs them, the W3C propagators and the error
-// handler globally, and starts serving /metrics.
+// handler globally, and starts serving /metrics. A malformed or unsupported
+// OTEL_* value is an error that names it.
 func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(cfg.ServiceName)),
@@ -72,7 +82,10 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, fmt.Errorf("building the telemetry resource: %w", err)
 	}
 
-	t := &Telemetry{}
+	t := &Telemetry{logf: cfg.Logf}
+	if t.logf == nil {
+		t.logf = log.Printf
+	}
 	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
 		// Keep the trace of an attempt whenever the change that caused it
@@ -81,35 +94,46 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG.
 	metricOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
 
-	// OTLP per signal, as the OTEL_EXPORTER_OTLP_* variables ask. The
-	// exporters read those variables themselves. They connect lazily and
+	// Exporters per signal, as OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER
+	// and OTEL_EXPORTER_OTLP_* ask (exporters.go). They connect lazily and
 	// export from background goroutines, so an unreachable collector
 	// delays no reconcile; its errors are logged below.
-	var exporters []interface{ Shutdown(context.Context) error }
+	var stops []func(context.Context) error
 	fail := func(err error) (*Telemetry, error) {
-		for _, e := range exporters {
+		for _, stop := range stops {
+			_ = stop(ctx)
+		}
+		return nil, err
+	}
+	spanExps, traceTargets, err := spanExporters(ctx)
+	if err != nil {
+		for _, e := range spanExps {
 			_ = e.Shutdown(ctx)
 		}
 		return nil, err
 	}
-	if endpoint := otlpEndpoint("TRACES"); endpoint != "" {
-		t.OTLP = append(t.OTLP, "traces to "+endpoint)
-		te, err := otlptracegrpc.New(ctx)
-		if err != nil {
-			return fail(fmt.Errorf("OTLP trace exporter for %s: %w", endpoint, err))
-		}
-		exporters = append(exporters, te)
-		traceOpts = append(traceOpts, sdktrace.WithBatcher(te))
+	for _, e := range spanExps {
+		// The processor's Shutdown stops its goroutine and the exporter.
+		bsp := sdktrace.NewBatchSpanProcessor(e)
+		stops = append(stops, bsp.Shutdown)
+		traceOpts = append(traceOpts, sdktrace.WithSpanProcessor(bsp))
 	}
-	if endpoint := otlpEndpoint("METRICS"); endpoint != "" {
-		t.OTLP = append(t.OTLP, "metrics to "+endpoint)
-		me, err := otlpmetricgrpc.New(ctx)
-		if err != nil {
-			return fail(fmt.Errorf("OTLP metric exporter for %s: %w", endpoint, err))
-		}
-		exporters = append(exporters, me)
-		// The periodic reader honours OTEL_METRIC_EXPORT_INTERVAL.
-		metricOpts = append(metricOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)))
+	readers, metricTargets, prometheusNamed, err := metricReaders(ctx)
+	for _, r := range readers {
+		stops = append(stops, r.Shutdown)
+		metricOpts = append(metricOpts, sdkmetric.WithReader(r))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if prometheusNamed && cfg.MetricsAddr == "" {
+		return fail(errors.New("OTEL_METRICS_EXPORTER names prometheus, which is served at -metrics-addr, and -metrics-addr is empty: set it, e.g. -metrics-addr 127.0.0.1:9464"))
+	}
+	for _, tg := range traceTargets {
+		t.OTLP = append(t.OTLP, "traces over "+tg.String())
+	}
+	for _, tg := range metricTargets {
+		t.OTLP = append(t.OTLP, "metrics over "+tg.String())
 	}
 
 	if cfg.MetricsAddr != "" {
@@ -127,9 +151,12 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 			return fail(fmt.Errorf("building the Prometheus exporter: %w", err))
 		}
 		metricOpts = append(metricOpts, sdkmetric.WithReader(exp))
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		ln, err := listenMetrics(cfg.MetricsAddr)
 		if err != nil {
-			return fail(fmt.Errorf("-metrics-addr %s: %w (is another instance running? pick another port or -metrics-addr '')", cfg.MetricsAddr, err))
+			return fail(err)
+		}
+		if w := exposureWarning(ln.Addr()); w != "" {
+			t.logf("%s", w)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, reg}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
@@ -137,7 +164,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
 		go func() {
 			if err := t.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Printf("metrics server: %v", err)
+				t.logf("metrics server: %v", err)
 			}
 		}()
 	}
@@ -147,51 +174,82 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	t.TracerProvider = sdktrace.NewTracerProvider(traceOpts...)
 	t.MeterProvider = sdkmetric.NewMeterProvider(metricOpts...)
+	t.errors = &throttledLog{every: 30 * time.Second, logf: t.logf}
 	otel.SetTracerProvider(t.TracerProvider)
 	otel.SetMeterProvider(t.MeterProvider)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	otel.SetErrorHandler(&throttledLog{every: 30 * time.Second})
+	otel.SetErrorHandler(t.errors)
 	return t, nil
 }
 
-// otlpEndpoint returns the OTLP endpoint configured for signal ("TRACES"
-// or "METRICS"), if any: OTEL_EXPORTER_OTLP_<signal>_ENDPOINT, else
-// OTEL_EXPORTER_OTLP_ENDPOINT.
-func otlpEndpoint(signal string) string {
-	if e := os.Getenv("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT"); e != "" {
-		return e
-	}
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+// Shutdown flushes and stops everything, within ctx: with OTLP export on,
+// it first logs that it is flushing, where to, and for how long at most (an
+// unreachable collector holds the flush until ctx ends). Exports cut short
+// by the shutdown itself are not reported as problems. A second call
+// returns the first one's result.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.stopOnce.Do(func() { t.stopErr = t.shutdown(ctx) })
+	return t.stopErr
 }
 
-// Shutdown flushes and stops everything, within ctx.
-func (t *Telemetry) Shutdown(ctx context.Context) error {
-	var errs []error
-	if err := t.TracerProvider.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("traces: %w", err))
+func (t *Telemetry) shutdown(ctx context.Context) error {
+	logf := t.logf
+	if logf == nil {
+		logf = log.Printf
 	}
-	if err := t.MeterProvider.Shutdown(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("metrics: %w", err))
+	if t.errors != nil {
+		t.errors.stopping.Store(true)
+	}
+	deadline, bounded := ctx.Deadline()
+	if len(t.OTLP) > 0 {
+		limit := "until interrupted"
+		if bounded {
+			limit = fmt.Sprintf("at most %s", time.Until(deadline).Round(100*time.Millisecond))
+		}
+		logf("flushing telemetry (%s), %s", strings.Join(t.OTLP, ", "), limit)
+	}
+	var errs []error
+	if t.TracerProvider != nil {
+		if err := t.TracerProvider.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("traces: %w", err))
+		}
+	}
+	if t.MeterProvider != nil {
+		if err := t.MeterProvider.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("metrics: %w", err))
+		}
 	}
 	if t.server != nil {
 		if err := t.server.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("metrics server: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil && ctx.Err() != nil && len(t.OTLP) > 0 {
+		return fmt.Errorf("not flushed in time, what was left is lost (is the collector reachable?): %w", err)
+	}
+	return err
 }
 
 // throttledLog logs OpenTelemetry errors (an unreachable collector, say) at
-// most once per interval, with a count of those it held back.
+// most once per interval, with a count of those it held back. Once the
+// shutdown has begun, an export it cancelled (context.Canceled) is no
+// problem: what it carried is collected again and flushed by the shutdown.
 type throttledLog struct {
-	every time.Duration
+	every    time.Duration
+	logf     func(format string, args ...any)
+	stopping atomic.Bool
 
 	mu      sync.Mutex
 	last    time.Time
 	dropped int
 }
 
+// Handle implements otel.ErrorHandler.
 func (l *throttledLog) Handle(err error) {
+	if l.stopping.Load() && errors.Is(err, context.Canceled) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now := time.Now(); now.Sub(l.last) >= l.every {
@@ -199,7 +257,7 @@ func (l *throttledLog) Handle(err error) {
 		if l.dropped > 0 {
 			suffix = fmt.Sprintf(" (and %d more errors since the last report)", l.dropped)
 		}
-		log.Printf("telemetry export problem, reconciles are not affected: %v%s", err, suffix)
+		l.logf("telemetry export problem, reconciles are not affected: %v%s", err, suffix)
 		l.last, l.dropped = now, 0
 		return
 	}

@@ -16,6 +16,12 @@ var baselines = []struct {
 	{"Delayed", "clientgo-bare"},
 	{"Pending/pending=1k", "clientgo"},
 	{"Pending/pending=1M", "clientgo"},
+	{"Priorities/priorities=1/op=adds", "crpriorityqueue"},
+	{"Priorities/priorities=1/op=cycle", "crpriorityqueue"},
+	{"Priorities/priorities=1k/op=adds", "crpriorityqueue"},
+	{"Priorities/priorities=1k/op=cycle", "crpriorityqueue"},
+	{"Priorities/priorities=20k/op=adds", "crpriorityqueue"},
+	{"Priorities/priorities=20k/op=cycle", "crpriorityqueue"},
 }
 
 // A target says: the median of Subject in Unit is at most
@@ -49,6 +55,20 @@ var targets = []target{
 	// pending key in client-go's delaying queue.
 	{Subject: "Pending/variant=scheduler/pending=1M", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1M"}, Plus: 80, Why: "memory per pending key"},
 	{Subject: "Pending/variant=scheduler/pending=1k", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1k"}, Plus: 80, Why: "memory per pending key"},
+	// A pending key added with no span context costs at most 40 B more
+	// (issue 12).
+	{Subject: "Pending/variant=scheduler-nospan/pending=1M", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1M"}, Plus: 40, Why: "memory per pending key, no span context"},
+	{Subject: "Pending/variant=scheduler-nospan/pending=1k", Unit: "B/pendingkey", Factor: 1.0, Of: []string{"Pending/variant=clientgo/pending=1k"}, Plus: 40, Why: "memory per pending key, no span context"},
+
+	// Many distinct priorities (issue 9): with 20k keys pending at 1, 1k or
+	// 20k priorities, the scheduler is faster than controller-runtime's
+	// priority queue, both at the initial adds and in the steady state.
+	{Subject: "Priorities/variant=scheduler/priorities=1/op=adds", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=1/op=adds"}, Why: "priorities at scale"},
+	{Subject: "Priorities/variant=scheduler/priorities=1/op=cycle", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=1/op=cycle"}, Why: "priorities at scale"},
+	{Subject: "Priorities/variant=scheduler/priorities=1k/op=adds", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=1k/op=adds"}, Why: "priorities at scale"},
+	{Subject: "Priorities/variant=scheduler/priorities=1k/op=cycle", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=1k/op=cycle"}, Why: "priorities at scale"},
+	{Subject: "Priorities/variant=scheduler/priorities=20k/op=adds", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=20k/op=adds"}, Why: "priorities at scale"},
+	{Subject: "Priorities/variant=scheduler/priorities=20k/op=cycle", Unit: "ns/op", Factor: 1.0, Of: []string{"Priorities/variant=crpriorityqueue/priorities=20k/op=cycle"}, Why: "priorities at scale"},
 
 	// Issue 3: instrumented queues.
 	{Subject: "Lifecycle/variant=scheduler-otel", Unit: "ns/op", Factor: 1.0, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "OTel metrics vs controller-runtime's Prometheus"},

@@ -1,7 +1,8 @@
 // Command stack runs the native loopback stack of the end-to-end tests for
 // people without Docker: Jaeger v2 and an OpenTelemetry Collector (built
 // from the Go module proxy on first use) with example/collector/config.yaml,
-// and Debian's Prometheus with exemplar storage scraping the collector. It
+// and Debian's Prometheus with exemplar storage scraping the collector and
+// evaluating example/prometheus/rules.yml. It
 // prints where each listens and how to point the example app at it, and
 // runs until interrupted. Run it from e2e/ (make stack does).
 package main
@@ -29,14 +30,19 @@ func main() {
 The stack is up (Ctrl-C stops it):
 
   collector OTLP gRPC  %[1]s
+  collector OTLP HTTP  %[4]s
   Jaeger HTTP API      http://%[2]s/api/traces?service=otelqueue-example
   Prometheus           http://%[3]s  (try: histogram_quantile(0.99, sum by (le) (rate(workqueue_queue_duration_seconds_bucket[1m]))))
+  rules and alerts     http://%[3]s/api/v1/rules, /api/v1/alerts  (%[5]s; try: queue:workqueue_recommended_workers:littles_law)
 
 In another terminal, run the example against it:
 
   OTEL_EXPORTER_OTLP_ENDPOINT=http://%[1]s OTEL_EXPORTER_OTLP_INSECURE=true OTEL_METRIC_EXPORT_INTERVAL=5000 make demo
 
+or over OTLP/HTTP: OTEL_EXPORTER_OTLP_ENDPOINT=http://%[4]s OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf make demo
+(every variable: docs/environment.md)
+
 (Jaeger built from Go modules has no UI; docker compose up gives the full stack with UIs.)
-`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP)
+`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP, s.CollectorOTLPHTTP, s.RulesFile)
 	<-ctx.Done()
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/internal/exampletest"
+)
+
+// startController runs runController with args until the test ends, and
+// returns its log and a function that waits for the n-th summary line matching want
+// (failing after a minute, or if the controller stopped).
+func startController(t *testing.T, args ...string) (*exampletest.Log, func(n int, want *regexp.Regexp) string) {
+	t.Helper()
+	out := exampletest.CaptureLog(t)
+	cfg, err := parseFlags(append([]string{"-metrics-addr", "", "-summary-interval", "300ms"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- runController(ctx, cfg, &exampletelemetry.Telemetry{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("runController: %v", err)
+		}
+	})
+	return out, func(n int, want *regexp.Regexp) string {
+		t.Helper()
+		return out.WaitFor(t, n, "queue configmaps:", want, errc)
+	}
+}
+
+// TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack runs the workload
+// through the fake cluster with a real cluster's limiter far below what it
+// asks for: the summary must show the writes done against those requested,
+// and say that it is behind and why (on main, the summary said nothing and
+// the fake had no limit at all).
+func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
+	_, waitFor := startController(t, "-kube-qps", "5", "-kube-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
+	// The 4th line, 1.2 s in: 60 writes due, about 7 done.
+	exampletest.CheckBehind(t, waitFor(4, exampletest.WritesRE()), "client rate limit (-kube-qps 5 -kube-burst 1)")
+}
+
+// TestSummaryRecommendsWorkers saturates one worker (50 ms reconciles,
+// 40 updates/s): the summary shows the utilization, the coalesced adds and
+// a recommended worker count above 1.
+func TestSummaryRecommendsWorkers(t *testing.T) {
+	_, waitFor := startController(t, "-workers", "1", "-churn", "40", "-burst-every", "0", "-latency", "50ms", "-latency-spread", "0", "-error-rate", "0", "-objects", "500")
+	// The first interval may hold the initial list's quick reconciles.
+	l := waitFor(1, regexp.MustCompile(`recommend -workers ([2-9]|\d\d)`))
+	for _, want := range []string{"utilization=", "coalesced/s=", "saturated:"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("summary lacks %q: %s", want, l)
+		}
+	}
+}
+
+// TestManyObjectsStartReconcilingAtOnce: with -objects 20000 the
+// controller reconciles within seconds (on main, seeding alone took 69 s
+// before the first reconcile).
+func TestManyObjectsStartReconcilingAtOnce(t *testing.T) {
+	_, waitFor := startController(t, "-objects", "20000", "-churn", "0", "-burst-every", "0", "-latency", "0", "-workers", "4", "-error-rate", "0")
+	waitFor(1, regexp.MustCompile(`reconciles/s=[1-9]`))
+}
+
+// TestStopWhileSeeding: a stop (signal or -duration) while seeding is a
+// clean, immediate stop.
+func TestStopWhileSeeding(t *testing.T) {
+	out := exampletest.CaptureLog(t)
+	cfg, err := parseFlags([]string{"-metrics-addr", "", "-objects", "40000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := runController(ctx, cfg, &exampletelemetry.Telemetry{}); err != nil {
+		t.Fatalf("stopped while seeding: %v", err)
+	}
+	if !strings.Contains(out.String(), "seeding stopped after 0 of 40000 ConfigMaps") {
+		t.Errorf("the log does not say seeding stopped:\n%s", out)
+	}
+}
+
+// TestStopLogsNoReconcilerErrors stops the app with both workers in a
+// reconcile: the interrupted reconciles are no errors, so the Runner logs
+// no "Reconciler error" line for them.
+func TestStopLogsNoReconcilerErrors(t *testing.T) {
+	var log *exampletest.Log
+	t.Cleanup(func() { // after the controller stopped (cleanups run last first)
+		if n := strings.Count(log.String(), "Reconciler error"); n > 0 {
+			t.Errorf("the stop logged %d Reconciler error lines:\n%s", n, log)
+		}
+		if !strings.Contains(log.String(), "2 interrupted by the stop") {
+			t.Errorf("the final line does not count the 2 interrupted reconciles:\n%s", log)
+		}
+	})
+	out, waitFor := startController(t, "-workers", "2", "-latency", "1h", "-latency-spread", "0", "-error-rate", "0", "-churn", "10", "-burst-every", "0")
+	log = out
+	waitFor(1, regexp.MustCompile(`in_flight=2 `))
+}

@@ -1,0 +1,186 @@
+// Package examplecluster is what otelqueue's two example controllers
+// (example/app and controllerruntime/example) share besides telemetry: their
+// common flags and how they are checked, the cluster they talk to (client-go's
+// fake clientset, or a real one through -kubeconfig) behind a client-go token
+// bucket limiter, the synthetic workload that writes ConfigMaps at a rate and
+// says when it falls behind, and the arithmetic of the summary line
+// (utilization, the worker count a saturated queue needs).
+package examplecluster
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Limits of the workload's rates: beyond them the numbers mean nothing on
+// one process and the pacing arithmetic loses its precision.
+const (
+	// MaxChurn is the largest -churn accepted, in updates per second.
+	MaxChurn = 10000
+	// MaxKubeQPS is the largest -kube-qps accepted.
+	MaxKubeQPS = 100000
+)
+
+// Default client limits of the examples: enough for the default workload
+// (its writes and the reconciles' writes) to run at the rate it asks for on
+// a real API server. client-go's own defaults (5 requests/s, burst 10) land
+// a small fraction of it.
+const (
+	DefaultKubeQPS   = 100
+	DefaultKubeBurst = 200
+)
+
+// Flags are the flags both examples have.
+type Flags struct {
+	Kubeconfig   string
+	Namespace    string
+	Duration     time.Duration
+	MetricsAddr  string
+	Workers      int
+	SummaryEvery time.Duration
+	// Generate says whether the workload runs: by default with the fake
+	// cluster, and with -kubeconfig only when asked for.
+	Generate bool
+	Objects  int
+	Churn    float64 // updates per second
+	Latency  time.Duration
+	// KubeQPS and KubeBurst are the client's token bucket (rest.Config's QPS
+	// and Burst), applied to the fake cluster too.
+	KubeQPS   float64
+	KubeBurst int
+
+	generate optionalBool
+}
+
+// Defaults are the per-example defaults and usage texts of the shared flags.
+type Defaults struct {
+	MetricsAddr  string
+	Workers      int
+	WorkersUsage string
+	Objects      int
+	ObjectsUsage string
+	Churn        float64
+	Latency      time.Duration
+	LatencyUsage string
+}
+
+// Register defines the shared flags on fs.
+func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "path to a kubeconfig: run against that cluster instead of the embedded fake one")
+	fs.StringVar(&f.Namespace, "namespace", "otelqueue-demo", "namespace whose ConfigMaps the controller watches")
+	fs.DurationVar(&f.Duration, "duration", 0, "stop cleanly after this long (0: run until SIGINT or SIGTERM)")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", d.MetricsAddr, "address serving Prometheus metrics at /metrics (empty: off)")
+	fs.IntVar(&f.Workers, "workers", d.Workers, d.WorkersUsage)
+	fs.DurationVar(&f.SummaryEvery, "summary-interval", 5*time.Second, "how often to print the queue summary line (0: never)")
+	fs.Var(&f.generate, "generate", "run the synthetic workload (default: on with the embedded fake cluster; off with -kubeconfig, where it writes ConfigMaps in -namespace, so it must be asked for)")
+	fs.IntVar(&f.Objects, "objects", d.Objects, d.ObjectsUsage)
+	fs.Float64Var(&f.Churn, "churn", d.Churn, fmt.Sprintf("ConfigMap updates per second (at most %d)", MaxChurn))
+	fs.DurationVar(&f.Latency, "latency", d.Latency, d.LatencyUsage)
+	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "client requests per second to the API server, fake or real (rest.Config.QPS; client-go's default is 5, controller-runtime's 20)")
+	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10, controller-runtime's 30)")
+}
+
+// Parse parses args into fs (whose flags include f's, see Register), checks
+// the shared flags and then calls check, if not nil, with a function that
+// records an error, for the example's own flags. With -h it prints the
+// usage to stdout and returns flag.ErrHelp.
+func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(format string, a ...any))) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fmt.Fprintf(os.Stdout, "Usage of %s:\n", fs.Name())
+			fs.PrintDefaults()
+			return err
+		}
+		return fmt.Errorf("%v (run with -h for the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: every setting is a flag (run with -h)", fs.Arg(0))
+	}
+	f.Generate = f.Kubeconfig == ""
+	if f.generate.set {
+		f.Generate = f.generate.value
+	}
+
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if f.Workers < 1 {
+		bad("-workers is %d: it must be at least 1", f.Workers)
+	}
+	if f.Duration < 0 {
+		bad("-duration is %v: use a positive duration, or 0 to run until interrupted", f.Duration)
+	}
+	if f.SummaryEvery < 0 {
+		bad("-summary-interval is %v: use a positive duration, or 0 for no summary", f.SummaryEvery)
+	}
+	if f.Objects < 1 {
+		bad("-objects is %d: it must be at least 1", f.Objects)
+	}
+	if err := CheckRate("-churn", f.Churn, false, MaxChurn, "updates per second"); err != nil {
+		errs = append(errs, err)
+	}
+	if f.Latency < 0 {
+		bad("-latency is %v: it must not be negative", f.Latency)
+	}
+	if err := CheckRate("-kube-qps", f.KubeQPS, true, MaxKubeQPS, "requests per second"); err != nil {
+		errs = append(errs, err)
+	}
+	if f.KubeBurst < 1 {
+		bad("-kube-burst is %d: it must be at least 1 (a token bucket of size 0 lets no request through)", f.KubeBurst)
+	}
+	if f.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(f.MetricsAddr); err != nil {
+			bad("-metrics-addr %q: %v (use host:port, e.g. 127.0.0.1:9464)", f.MetricsAddr, err)
+		}
+	}
+	if check != nil {
+		check(bad)
+	}
+	return errors.Join(errs...)
+}
+
+// CheckRate says what is wrong with the value v of a float flag that must
+// be a finite number from 0 (or, with positive, above 0) to max, or returns
+// nil. NaN and the infinities parse as floats, and fail every comparison.
+func CheckRate(name string, v float64, positive bool, max float64, unit string) error {
+	lowest := "0 or more"
+	if positive {
+		lowest = "more than 0"
+	}
+	if !(v >= 0 && v <= max) || positive && v == 0 {
+		return fmt.Errorf("%s is %v: it must be %s %s, at most %v", name, v, lowest, unit, max)
+	}
+	return nil
+}
+
+// optionalBool is a boolean flag that knows whether it was given, and whose
+// zero value prints no "(default false)" in -h: the default of -generate
+// depends on -kubeconfig and is said in its usage.
+type optionalBool struct {
+	set, value bool
+}
+
+func (b *optionalBool) IsBoolFlag() bool { return true }
+
+func (b *optionalBool) String() string {
+	if b == nil || !b.set {
+		return ""
+	}
+	return strconv.FormatBool(b.value)
+}
+
+func (b *optionalBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("use true or false")
+	}
+	b.set, b.value = true, v
+	return nil
+}

@@ -1,0 +1,81 @@
+package examplecluster
+
+import (
+	"bytes"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func parse(args ...string) (Flags, error) {
+	var f Flags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	f.Register(fs, Defaults{MetricsAddr: "127.0.0.1:9464", Workers: 1, Objects: 10, Churn: 5})
+	return f, f.Parse(fs, args, nil)
+}
+
+func TestParseRejectsWhatWouldPanicOrMislead(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-churn", "Inf"}, "-churn is +Inf"},
+		{[]string{"-churn", "2e9"}, "-churn is 2e+09"},
+		{[]string{"-churn", "NaN"}, "-churn is NaN"},
+		{[]string{"-churn", "-1"}, "-churn is -1"},
+		{[]string{"-kube-qps", "0"}, "-kube-qps is 0"},
+		{[]string{"-kube-qps", "NaN"}, "-kube-qps is NaN"},
+		{[]string{"-kube-qps", "-Inf"}, "-kube-qps is -Inf"},
+		{[]string{"-kube-burst", "0"}, "-kube-burst is 0"},
+		{[]string{"-latency", "-1ms"}, "-latency is -1ms"},
+		{[]string{"-generate=maybe"}, "use true or false"},
+	} {
+		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	f, err := parse()
+	if err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if f.KubeQPS != DefaultKubeQPS || f.KubeBurst != DefaultKubeBurst || !f.Generate {
+		t.Errorf("defaults: %+v", f)
+	}
+}
+
+func TestGenerateDependsOnKubeconfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"-generate=false"}, false},
+		{[]string{"-kubeconfig", "/k"}, false},
+		{[]string{"-kubeconfig", "/k", "-generate"}, true},
+	} {
+		f, err := parse(tc.args...)
+		if err != nil || f.Generate != tc.want {
+			t.Errorf("parse(%q): Generate = %v, %v; want %v", tc.args, f.Generate, err, tc.want)
+		}
+	}
+}
+
+// TestUsage checks -h: -generate's default is said once, in words, and the
+// client limits name client-go's and controller-runtime's defaults.
+func TestUsage(t *testing.T) {
+	var f Flags
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	f.Register(fs, Defaults{MetricsAddr: "127.0.0.1:9464", Workers: 1, Objects: 10, Churn: 5})
+	var b bytes.Buffer
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	usage := b.String()
+	if n := strings.Count(usage, "(default true"); n > 0 {
+		t.Errorf("-h says \"(default true\" %d times:\n%s", n, usage)
+	}
+	for _, want := range []string{"on with the embedded fake cluster; off with -kubeconfig", "client-go's default is 5", "controller-runtime's 20", "client-go's default is 10", "controller-runtime's 30"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("-h lacks %q:\n%s", want, usage)
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package examplecluster
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/util/flowcontrol"
+)
+
+// throttledAfter is the wait above which a request counts as throttled.
+const throttledAfter = time.Millisecond
+
+// Limiter is client-go's token bucket (flowcontrol.NewTokenBucketRateLimiter,
+// what rest.Config's QPS and Burst build) that also counts how long requests
+// waited for it, so that the summary can tell a workload held back by the
+// client from one held back by the API server.
+type Limiter struct {
+	flowcontrol.RateLimiter
+	qps   float64
+	burst int
+
+	waits     Busy // time in Wait and Accept, those waiting now included
+	throttled atomic.Uint64
+}
+
+// NewLimiter returns a token bucket of qps requests per second and burst.
+func NewLimiter(qps float64, burst int) *Limiter {
+	return &Limiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst), qps: qps, burst: burst}
+}
+
+// Wait takes a token, waiting for one until ctx is done.
+func (l *Limiter) Wait(ctx context.Context) error {
+	defer l.record(time.Now(), l.waits.Start())
+	return l.RateLimiter.Wait(ctx)
+}
+
+// Accept takes a token, waiting for one as long as it takes.
+func (l *Limiter) Accept() {
+	defer l.record(time.Now(), l.waits.Start())
+	l.RateLimiter.Accept()
+}
+
+func (l *Limiter) record(start time.Time, end func()) {
+	end()
+	if time.Since(start) >= throttledAfter {
+		l.throttled.Add(1)
+	}
+}
+
+// LimiterStats are a Limiter's counts since it was made.
+type LimiterStats struct {
+	// Waited is the time requests spent waiting for a token, summed over
+	// requests (several waiting at once count several times), those
+	// waiting now included.
+	Waited time.Duration
+	// Throttled is the number of requests that had to wait.
+	Throttled uint64
+}
+
+// Stats returns the Limiter's counts.
+func (l *Limiter) Stats() LimiterStats {
+	waited, _ := l.waits.Load(time.Now())
+	return LimiterStats{Waited: waited, Throttled: l.throttled.Load()}
+}
+
+// Limits returns the flags' values the Limiter was made from.
+func (l *Limiter) Limits() (qps float64, burst int) { return l.qps, l.burst }

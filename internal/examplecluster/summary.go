@@ -1,0 +1,246 @@
+package examplecluster
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Saturation thresholds of the summary line.
+const (
+	// SaturatedAt is the utilization from which a queue counts as saturated
+	// and the summary recommends a worker count.
+	SaturatedAt = 0.9
+	// TargetUtilization is the utilization the recommended worker count
+	// aims at: headroom for bursts without idling most workers.
+	TargetUtilization = 0.7
+	// behindBelow is the fraction of the requested writes under which the
+	// workload says it is behind.
+	behindBelow = 0.9
+)
+
+// Busy measures the time spent in something, e.g. the workers' time in
+// reconciles for the utilization (neither the Runner nor controller-runtime
+// exposes it): the calls finished and, up to the moment of reading, those
+// still running, so that an interval's busy time never exceeds workers ×
+// interval.
+type Busy struct {
+	mu       sync.Mutex
+	finished time.Duration
+	n        uint64
+	running  int64
+	startSum time.Duration // sum of the running reconciles' starts, since epoch
+}
+
+// epoch is the origin of Busy's monotonic times.
+var epoch = time.Now()
+
+// Start records the start of a reconcile; call the function it returns
+// when the reconcile returns: defer b.Start()().
+func (b *Busy) Start() (end func()) {
+	start := time.Since(epoch)
+	b.mu.Lock()
+	b.running++
+	b.startSum += start
+	b.mu.Unlock()
+	return func() {
+		d := time.Since(epoch) - start
+		b.mu.Lock()
+		b.running--
+		b.startSum -= start
+		b.finished += d
+		b.n++
+		b.mu.Unlock()
+	}
+}
+
+// Load returns the time spent reconciling until now (running reconciles
+// included) and the number of reconciles finished.
+func (b *Busy) Load(now time.Time) (time.Duration, uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.finished + time.Duration(b.running)*now.Sub(epoch) - b.startSum, b.n
+}
+
+// Window is what a queue did over one summary interval.
+type Window struct {
+	Seconds float64
+	Workers int
+	// Adds are the adds that made a key pending, Coalesced those merged into
+	// a key already pending (scheduler.Stats' Adds and Coalesced, over the
+	// interval).
+	Adds, Coalesced uint64
+	// Busy is the time the workers spent reconciling, Reconciles how many
+	// they finished.
+	Busy       time.Duration
+	Reconciles uint64
+	// LimiterWaited is the time the process's requests waited for the
+	// client's limiter: when the work is mostly that wait, more workers only
+	// wait longer.
+	LimiterWaited time.Duration
+}
+
+// Utilization is the busy time over the time the workers had:
+// busy / (workers × interval).
+func (w Window) Utilization() float64 {
+	if w.Seconds <= 0 || w.Workers <= 0 {
+		return 0
+	}
+	return w.Busy.Seconds() / (float64(w.Workers) * w.Seconds)
+}
+
+// Arrivals is the rate at which work arrives, in adds per second: coalesced
+// adds count, since with enough workers each would have become a reconcile.
+func (w Window) Arrivals() float64 {
+	if w.Seconds <= 0 {
+		return 0
+	}
+	return float64(w.Adds+w.Coalesced) / w.Seconds
+}
+
+// MeanWork is the mean time of one reconcile, zero when none finished.
+func (w Window) MeanWork() time.Duration {
+	if w.Reconciles == 0 {
+		return 0
+	}
+	return w.Busy / time.Duration(w.Reconciles)
+}
+
+// RecommendedWorkers is the worker count that keeps a queue at
+// TargetUtilization (Little's law): ceil(arrivals/s × mean work time / 0.7),
+// at least 1.
+func RecommendedWorkers(arrivalsPerSecond float64, meanWork time.Duration) int {
+	// The epsilon keeps an exact quotient (7/s × 100 ms / 0.7 = 1) from
+	// rounding up on a floating-point residue.
+	n := math.Ceil(arrivalsPerSecond*meanWork.Seconds()/TargetUtilization - 1e-9)
+	if math.IsNaN(n) || n < 1 {
+		return 1
+	}
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(n)
+}
+
+// String is the load part of the summary line: utilization, coalesced adds
+// per second and, when saturated, the recommended worker count.
+func (w Window) String() string {
+	var b strings.Builder
+	u := w.Utilization()
+	fmt.Fprintf(&b, "utilization=%.2f coalesced/s=%.1f", u, float64(w.Coalesced)/max(w.Seconds, 1e-9))
+	if u >= SaturatedAt {
+		fmt.Fprintf(&b, " saturated: %.1f arrivals/s × %v mean work / %.1f → recommend -workers %d",
+			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, RecommendedWorkers(w.Arrivals(), w.MeanWork()))
+		if w.LimiterWaited >= w.Busy/4 {
+			fmt.Fprintf(&b, ", but requests waited %v for the client rate limit: raise -kube-qps first, more workers would only wait longer", w.LimiterWaited.Round(time.Millisecond))
+		}
+	}
+	return b.String()
+}
+
+// Writes is what the workload did over one summary interval, against what
+// its flags asked for.
+type Writes struct {
+	Seconds                 float64
+	Requested, Done, Failed uint64
+	Busy                    time.Duration // time in the workload's writes
+	// Backlog is the number of writes due and not yet started at the end
+	// of the interval; Slack the backlog that is no lag (a burst just due,
+	// half a second of churn).
+	Backlog, Slack uint64
+	LimiterWaited  time.Duration // all requests' waits for the client limiter
+	KubeQPS        float64
+	KubeBurst      int
+}
+
+// Behind returns why the workload falls behind its schedule (its backlog
+// passed the slack, or more than 10% of the writes failed), "" when it
+// keeps up.
+func (w Writes) Behind() string {
+	if w.Backlog <= w.Slack && float64(w.Failed) <= (1-behindBelow)*float64(w.Requested) {
+		return ""
+	}
+	switch {
+	case w.LimiterWaited.Seconds() >= 0.25*w.Seconds:
+		return fmt.Sprintf("client rate limit (-kube-qps %g -kube-burst %d): requests waited %v for it", w.KubeQPS, w.KubeBurst, w.LimiterWaited.Round(time.Millisecond))
+	case w.Failed > 0:
+		return fmt.Sprintf("%d writes failed", w.Failed)
+	case w.Done > 0:
+		return fmt.Sprintf("each write takes %v (a slow API server?)", (w.Busy / time.Duration(w.Done)).Round(time.Millisecond/10))
+	}
+	return "no write finished"
+}
+
+// String is the workload part of the summary line: writes per second done
+// over requested, and "behind:" with the reason when it fell behind.
+func (w Writes) String() string {
+	s := fmt.Sprintf("writes/s=%.1f/%.1f", float64(w.Done)/max(w.Seconds, 1e-9), float64(w.Requested)/max(w.Seconds, 1e-9))
+	if why := w.Behind(); why != "" {
+		s += " behind: " + why
+	}
+	return s
+}
+
+// Meter reads the counters a summary line is made of: the queue's, the
+// workers' busy time, the workload's and the client limiter's.
+type Meter struct {
+	Workers int
+	// Busy returns the workers' busy time until now (those in a reconcile
+	// included) and the reconciles they finished: a Busy's Load, or the
+	// Runner's Stats.
+	Busy     func(now time.Time) (time.Duration, uint64)
+	Workload *Workload // nil without a workload
+	Limiter  *Limiter
+}
+
+// Reading is one reading of a Meter's counters.
+type Reading struct {
+	At         time.Time
+	Queue      scheduler.Stats
+	Busy       time.Duration
+	Reconciles uint64
+	Workload   WorkloadStats
+	Limiter    LimiterStats
+}
+
+// Read reads the counters now, with the queue's stats q.
+func (m *Meter) Read(q scheduler.Stats) Reading {
+	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats()}
+	r.Busy, r.Reconciles = m.Busy(r.At)
+	if m.Workload != nil {
+		r.Workload = m.Workload.Stats()
+	}
+	return r
+}
+
+// Line is the part of the summary line both examples print for the
+// interval between two readings: rates of adds, retries and reconciles, the
+// load (Window) and, with a workload, its writes (Writes).
+func (m *Meter) Line(prev, cur Reading) string {
+	secs := cur.At.Sub(prev.At).Seconds()
+	st, ps := cur.Queue, prev.Queue
+	load := Window{
+		Seconds: secs, Workers: m.Workers,
+		Adds: st.Adds - ps.Adds, Coalesced: st.Coalesced - ps.Coalesced,
+		Busy: cur.Busy - prev.Busy, Reconciles: cur.Reconciles - prev.Reconciles,
+		LimiterWaited: cur.Limiter.Waited - prev.Limiter.Waited,
+	}
+	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f %v",
+		float64(load.Adds)/secs, float64(st.Retries-ps.Retries)/secs, float64(load.Reconciles)/secs, load)
+	if m.Workload != nil {
+		qps, burst := m.Limiter.Limits()
+		w := Writes{
+			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: m.Workload.slack(),
+			Requested: cur.Workload.Requested - prev.Workload.Requested,
+			Done:      cur.Workload.Done - prev.Workload.Done, Failed: cur.Workload.Failed - prev.Workload.Failed,
+			Busy: cur.Workload.Busy - prev.Workload.Busy, LimiterWaited: load.LimiterWaited,
+			KubeQPS: qps, KubeBurst: burst,
+		}
+		line += " " + w.String()
+	}
+	return line
+}

@@ -1,0 +1,66 @@
+package otelqueue
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// drainAttempts replaces the Observer of s, an Instrumentation being
+// stopped, by one that starts and records nothing but still ends the spans
+// of the attempts in flight when their Done comes, then uninstalls itself
+// once nothing is in flight. Call it with b.mu held.
+func drainAttempts[K comparable](s *scheduler.Scheduler[K], b *binding) {
+	d := &drainObserver[K]{s: s, b: b}
+	s.SetObserver(d)
+	// A key taken from now on goes through d; one taken before is counted
+	// in flight until its Done, which d then sees.
+	if s.Stats().InFlight == 0 {
+		s.SetObserver(nil)
+	}
+}
+
+// drainObserver is the Observer of a scheduler whose Instrumentation was
+// stopped while keys were in flight.
+type drainObserver[K comparable] struct {
+	s *scheduler.Scheduler[K]
+	b *binding
+}
+
+// Dequeued starts nothing. The context it returns hides the root of any
+// attempt the worker's own ctx belongs to, which is not this queue's to end.
+func (d *drainObserver[K]) Dequeued(ctx context.Context, _ *scheduler.Item[K]) context.Context {
+	return context.WithValue(ctx, rootKey{}, nil)
+}
+
+// Done ends the spans of an attempt started before the Instrumentation
+// stopped, and uninstalls d after the last key in flight.
+func (d *drainObserver[K]) Done(ctx context.Context, _ K, _, ended time.Time) {
+	endAttempt(ctx, ended)
+	if d.s.Stats().InFlight > 0 {
+		return
+	}
+	d.b.mu.Lock()
+	if d.s.Observer() == scheduler.Observer[K](d) {
+		d.s.SetObserver(nil)
+	}
+	d.b.mu.Unlock()
+}
+
+// endAttempt ends the "reconcile" span and the root span of the attempt
+// whose processing context is ctx, if ctx is one (Dequeued of a recording
+// attempt returned it).
+func endAttempt(ctx context.Context, ended time.Time) {
+	root, ok := ctx.Value(rootKey{}).(trace.Span)
+	if !ok {
+		return
+	}
+	opt := trace.WithTimestamp(ended)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() && span.SpanContext().TraceID() == root.SpanContext().TraceID() {
+		span.End(opt)
+	}
+	root.End(opt)
+}

@@ -1,0 +1,124 @@
+package otelqueue
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/utils/clock"
+)
+
+// Log attribute keys of the Runner's "Reconciler error" lines and of
+// LoggerFromContext.
+const (
+	// LogTraceID and LogSpanID identify the span of the attempt (the
+	// "reconcile" span, or the reconciler's own span that ctx carries), so
+	// that a log line leads to its trace.
+	LogTraceID = "trace_id"
+	LogSpanID  = "span_id"
+	// LogSuppressed counts the error lines the rate limit dropped since the
+	// previous line that was logged.
+	LogSuppressed = "suppressed"
+)
+
+// Defaults of WithLogRateLimit: the first 10 errors, then one a second.
+const (
+	DefaultLogBurst    = 10
+	DefaultLogInterval = time.Second
+)
+
+// loggerKey is the context key of the Runner's logger, for LoggerFromContext.
+type loggerKey struct{}
+
+// LoggerFromContext returns the logger for code running in ctx, such as a
+// reconciler under a Runner: the Runner's logger (WithLogger; slog.Default()
+// when none is set or ctx is not a Runner's) with the trace_id and span_id
+// of the span ctx carries, when it carries a valid one. Under a Runner that
+// is the attempt's "reconcile" span, so every line the reconciler logs
+// leads to the attempt's trace.
+func LoggerFromContext(ctx context.Context) *slog.Logger {
+	l := slog.Default()
+	if ctx == nil {
+		return l
+	}
+	if v, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok && v != nil {
+		l = v
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		l = l.With(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+	}
+	return l
+}
+
+// logLimiter is a token bucket for error lines: burst lines at once, then
+// one every interval; it counts the lines it refuses.
+type logLimiter struct {
+	clock    clock.PassiveClock
+	burst    int
+	interval time.Duration // 0: no limit
+
+	mu         sync.Mutex
+	tokens     int
+	last       time.Time // when tokens were last refilled
+	suppressed int
+}
+
+func newLogLimiter(c clock.PassiveClock, burst int, interval time.Duration) *logLimiter {
+	return &logLimiter{clock: c, burst: burst, interval: interval, tokens: burst, last: c.Now()}
+}
+
+// allow reports whether a line may be logged now and, if so, how many were
+// suppressed since the previous one.
+func (l *logLimiter) allow() (ok bool, suppressed int) {
+	if l.interval <= 0 {
+		return true, 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := l.clock.Now(); l.tokens < l.burst {
+		if n := int(now.Sub(l.last) / l.interval); n > 0 {
+			l.tokens = min(l.burst, l.tokens+n)
+			l.last = l.last.Add(time.Duration(n) * l.interval)
+		}
+	} else {
+		l.last = now
+	}
+	if l.tokens == 0 {
+		l.suppressed++
+		return false, 0
+	}
+	l.tokens--
+	suppressed, l.suppressed = l.suppressed, 0
+	return true, suppressed
+}
+
+// logError reports a failed reconcile as controller-runtime does: an error
+// line "Reconciler error" with the queue, the key and the error, and here
+// the attempt's trace_id and span_id; rate-limited.
+func (r *Runner[K]) logError(ctx context.Context, key K, err error, stack []byte) {
+	ok, suppressed := r.limiter.allow()
+	if !ok {
+		return
+	}
+	l := r.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs,
+		slog.String("queue", r.queue.Name()),
+		slog.String("key", keyString(key)),
+		slog.Any("error", err))
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int(LogSuppressed, suppressed))
+	}
+	if stack != nil {
+		attrs = append(attrs, slog.String("stacktrace", string(stack)))
+	}
+	l.LogAttrs(ctx, slog.LevelError, "Reconciler error", attrs...)
+}

@@ -1,0 +1,282 @@
+package scheduler
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Add marks key as needing processing, at once (or after the debounce
+// window, see Config.Debounce). Adds after ShutDown are ignored.
+func (s *Scheduler[K]) Add(key K) { s.enqueue(key, trace.SpanContext{}, 0, addPlain) }
+
+// AddContext is Add that also remembers the span context of ctx, if valid,
+// so that the run of key links to (or is parented by) the caller's trace.
+func (s *Scheduler[K]) AddContext(ctx context.Context, key K) {
+	s.enqueue(key, trace.SpanContextFromContext(ctx), 0, addPlain)
+}
+
+// AddAfter adds key once delay has passed. A key already pending keeps the
+// earlier of its ready time and now+delay. A delay of zero or less adds at
+// once, without debouncing.
+func (s *Scheduler[K]) AddAfter(key K, delay time.Duration) {
+	s.enqueue(key, trace.SpanContext{}, delay, addDelayed)
+}
+
+// AddAfterContext is AddAfter that remembers the span context of ctx.
+func (s *Scheduler[K]) AddAfterContext(ctx context.Context, key K, delay time.Duration) {
+	s.enqueue(key, trace.SpanContextFromContext(ctx), delay, addDelayed)
+}
+
+// AddRateLimited adds key after the delay the RateLimiter gives it, usually
+// to retry it after an error. Called while key is being processed (the usual
+// case), it also makes the next run link to the current one (see
+// Item.PreviousAttempt).
+func (s *Scheduler[K]) AddRateLimited(key K) {
+	s.addRateLimited(key, trace.SpanContext{})
+}
+
+// AddRateLimitedContext is AddRateLimited that remembers the span context of
+// ctx.
+func (s *Scheduler[K]) AddRateLimitedContext(ctx context.Context, key K) {
+	s.addRateLimited(key, trace.SpanContextFromContext(ctx))
+}
+
+func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
+	if s.ShuttingDown() {
+		return
+	}
+	d := s.rl.When(key)
+	s.enqueueRequeue(key, sc, d, addRateLimited, s.rl.NumRequeues(key), 0)
+}
+
+// AddOptions are the options of AddWithOptions, as controller-runtime's
+// priorityqueue.AddOpts.
+type AddOptions struct {
+	// After delays the keys, as AddAfter.
+	After time.Duration
+	// RateLimited delays the keys by the RateLimiter, as AddRateLimited;
+	// with After also set, the shorter delay wins.
+	RateLimited bool
+	// Priority orders ready keys: a higher priority is handed out first,
+	// keys of one priority in the order they became ready. A pending key
+	// keeps the highest priority it was added with; raising the priority of
+	// a ready key moves it to the end of its new priority. Plain adds have
+	// priority 0. Priorities beyond the int32 range are clamped to it. Any
+	// number of distinct priorities may be used: an add or a get costs
+	// O(log P) for P priorities with ready keys, and drained priorities
+	// cost nothing.
+	Priority int
+}
+
+// AddWithOptions adds keys with opts, keeping the span context of ctx as
+// AddContext does.
+func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys ...K) {
+	sc := trace.SpanContextFromContext(ctx)
+	for _, key := range keys {
+		delay, kind, requeues := opts.After, addPlain, 0
+		if delay > 0 {
+			kind = addDelayed
+		}
+		if opts.RateLimited {
+			if s.ShuttingDown() {
+				return
+			}
+			if d := s.rl.When(key); delay <= 0 || d < delay {
+				delay = d
+			}
+			kind, requeues = addRateLimited, s.rl.NumRequeues(key)
+		}
+		s.enqueueRequeue(key, sc, delay, kind, requeues, opts.Priority)
+	}
+}
+
+// Forget tells the RateLimiter to stop tracking key's failures. It does not
+// remove key from the queue; Done must still be called.
+func (s *Scheduler[K]) Forget(key K) { s.rl.Forget(key) }
+
+// NumRequeues returns the RateLimiter's failure count for key.
+func (s *Scheduler[K]) NumRequeues(key K) int { return s.rl.NumRequeues(key) }
+
+type addKind uint8
+
+const (
+	addPlain addKind = iota
+	addDelayed
+	addRateLimited
+)
+
+func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration, kind addKind) {
+	s.enqueueRequeue(key, sc, delay, kind, 0, 0)
+}
+
+// enqueueRequeue adds key at priority prio; requeues is the rate limiter's
+// failure count for rate-limited adds.
+func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
+	prio := clampPriority(priority)
+	s.mu.Lock()
+	if s.shuttingDown {
+		s.mu.Unlock()
+		return
+	}
+	if kind != addPlain {
+		s.retries++
+	}
+	var r addRequest
+	s.requestLocked(&r, delay, kind)
+	e, ok := s.entries[key]
+	if !ok {
+		e = s.newEntry(key)
+		s.entries[key] = e
+	}
+	var signal bool
+	if !e.pending {
+		signal = s.startRunLocked(e, &r, prio)
+	} else {
+		signal = s.coalesceLocked(e, &r, prio)
+	}
+	if sc.IsValid() || kind == addRateLimited || requeues > 0 {
+		s.noteAddLocked(e, sc, kind, requeues)
+	}
+	s.publishLocked()
+	s.mu.Unlock()
+	if signal {
+		s.cond.Signal()
+	}
+}
+
+// addRequest is what one add asks of a key's pending run: to be ready at
+// target, for reason, as read at now.
+type addRequest struct {
+	now, target int64
+	reason      WaitReason
+	debounce    bool // a plain add in a debouncing queue
+	immediate   bool // no delay at all
+}
+
+// requestLocked sets r to what an add of kind with delay asks for. It reads
+// the clock when the queue is timed or the add delayed, and then first
+// promotes the delayed keys already due.
+func (s *Scheduler[K]) requestLocked(r *addRequest, delay time.Duration, kind addKind) {
+	r.reason = WaitImmediate
+	r.debounce = kind == addPlain && s.set.debounce > 0
+	r.immediate = delay <= 0 && !r.debounce
+	if s.timed || !r.immediate {
+		r.now = s.now()
+		if len(s.delayed) > 0 && s.delayed[0].at <= r.now {
+			s.promoteLocked(r.now)
+		}
+	}
+	r.target = r.now
+	switch {
+	case r.debounce:
+		r.reason = WaitDebounced
+	case !r.immediate && kind == addRateLimited:
+		r.reason, r.target = WaitRateLimited, addSat(r.now, int64(delay))
+	case !r.immediate:
+		r.reason, r.target = WaitDelayed, addSat(r.now, int64(delay))
+	}
+}
+
+// startRunLocked makes a new pending run of e, which has none, at priority
+// prio. It reports whether e became ready.
+func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bool {
+	s.adds++
+	e.pending = true
+	e.enqueued = r.now
+	e.coalesced = 0
+	target := r.target
+	if s.set.debounce > 0 {
+		x := e.extras()
+		x.deadline, x.hasDeadline = addSat(r.now, s.set.debounceMaxWait), true
+	}
+	if x := e.xs(); r.debounce {
+		target = min(addSat(r.now, s.set.debounce), x.deadline)
+		e.debounced = true
+	} else if !r.immediate && x != nil && x.hasDeadline {
+		x.deadline = min(x.deadline, target)
+	}
+	e.readyAt, e.reason = target, r.reason
+	e.prio = prio
+	switch {
+	case e.processing:
+		s.held++
+	case r.immediate:
+		s.ready.push(e)
+		return true
+	default:
+		s.delayLocked(e)
+	}
+	return false
+}
+
+// coalesceLocked merges an add at priority prio into the pending run of e:
+// the highest priority and (see moveLocked) the earliest time win. It
+// reports whether e became ready.
+func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int32) bool {
+	s.coalesced++
+	if e.coalesced < math.MaxInt32 {
+		e.coalesced++
+	}
+	if prio > e.prio {
+		if e.place == inReady {
+			s.ready.raise(e, prio)
+		} else {
+			e.prio = prio
+		}
+	}
+	if e.place == inReady {
+		return false
+	}
+	s.moveLocked(e, r)
+	if e.place == inDelay && e.readyAt <= r.now {
+		s.delayed.remove(int(e.heapIdx))
+		s.ready.push(e)
+		return true
+	}
+	return false
+}
+
+// noteAddLocked records what an add tells the pending run of e beyond its
+// time: the span context of the add, the run that retries (for a
+// rate-limited add while e is processed) and the rate limiter's count.
+func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind addKind, requeues int) {
+	e.addSpan(sc, s.set.maxLinks)
+	if p := e.running(); kind == addRateLimited && p != nil && p.ctx != nil {
+		if prev := trace.SpanContextFromContext(p.ctx); prev.IsValid() {
+			e.extras().previous = prev
+		}
+	}
+	if requeues > 0 {
+		e.extras().requeues = requeues
+	}
+}
+
+// moveLocked applies the ready time asked for by a further add to a pending
+// run that is delayed or held: the earliest time wins, except that a
+// debounced add may push a debounced run later, up to its deadline.
+func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
+	old, x := e.readyAt, e.xs()
+	switch {
+	case r.debounce:
+		t := min(addSat(r.now, s.set.debounce), x.deadline)
+		if e.debounced || t < e.readyAt {
+			e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
+		}
+	default:
+		if x != nil && x.hasDeadline {
+			x.deadline = min(x.deadline, r.target)
+		}
+		if r.target < e.readyAt || r.immediate {
+			e.readyAt, e.reason, e.debounced = r.target, r.reason, false
+		}
+	}
+	// A key now due is taken out of the heap by the caller; only a key that
+	// stays delayed needs the heap fixed and the loop armed.
+	if e.place == inDelay && e.readyAt != old && e.readyAt > r.now {
+		s.delayed.fix(int(e.heapIdx))
+		s.armLocked(e.readyAt)
+	}
+}

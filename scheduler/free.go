@@ -1,0 +1,49 @@
+package scheduler
+
+// maxFree bounds the recycled entries and runs kept after a burst.
+const maxFree = 1024
+
+// forgetLocked removes an entry that has nothing pending and nothing in
+// flight (or whose pending run is dropped) and recycles it.
+func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
+	delete(s.entries, e.key)
+	if len(s.freeEntries) < maxFree {
+		sd := e.s
+		if sd != nil {
+			if sd.x != nil {
+				*sd.x = extras{}
+			}
+			*sd = side{x: sd.x}
+		}
+		*e = entry[K]{s: sd, seq: e.seq} // seq survives: stale ready slots may still point here
+		s.freeEntries = append(s.freeEntries, e)
+	}
+}
+
+func (s *Scheduler[K]) newEntry(key K) *entry[K] {
+	e := reuse(&s.freeEntries)
+	e.key = key
+	e.heapIdx = -1
+	return e
+}
+
+func (s *Scheduler[K]) newProc() *proc { return reuse(&s.freeProcs) }
+
+// reuse takes the last object of the free list *free, or makes a new one.
+func reuse[T any](free *[]*T) *T {
+	n := len(*free)
+	if n == 0 {
+		return new(T)
+	}
+	p := (*free)[n-1]
+	(*free)[n-1] = nil
+	*free = (*free)[:n-1]
+	return p
+}
+
+func (s *Scheduler[K]) freeProc(p *proc) {
+	*p = proc{}
+	if len(s.freeProcs) < maxFree {
+		s.freeProcs = append(s.freeProcs, p)
+	}
+}

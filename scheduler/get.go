@@ -1,0 +1,177 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Len returns the number of keys ready and waiting for a worker, as
+// client-go's Len does. Like client-go's, it is for information only.
+func (s *Scheduler[K]) Len() int {
+	s.mu.Lock()
+	if len(s.delayed) > 0 {
+		s.promoteLocked(s.now())
+		s.publishLocked()
+	}
+	n := s.ready.len()
+	s.mu.Unlock()
+	return n
+}
+
+// Get blocks until a key is ready and returns it, or returns shutdown=true
+// once the queue is shut down and no ready key is left (at once with
+// Config.StopOnShutDown). Call Done with the key when its processing ends.
+func (s *Scheduler[K]) Get() (key K, shutdown bool) {
+	it, err := s.get(context.Background(), false)
+	if err != nil {
+		return key, true
+	}
+	return it.Key, false
+}
+
+// GetWithPriority is Get that also returns the priority of the key's run
+// (see AddOptions.Priority), as controller-runtime's priority queue does.
+func (s *Scheduler[K]) GetWithPriority() (key K, priority int, shutdown bool) {
+	it, err := s.get(context.Background(), true)
+	if err != nil {
+		return key, 0, true
+	}
+	return it.Key, it.Priority, false
+}
+
+// GetContext is Get for workers that want the whole Item: it blocks until a
+// key is ready, ctx is done (it returns ctx.Err()), or the queue is shut down
+// with no ready key left, or at all with Config.StopOnShutDown (it returns
+// ErrShutDown). A ready key is handed out even when ctx is already done, so
+// GetContext with a done ctx never blocks. Process the key in
+// item.Context() and call Done with item.Key when finished.
+func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
+	return s.get(ctx, true)
+}
+
+func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
+	var it Item[K]
+	s.mu.Lock()
+	if err := s.waitReadyLocked(ctx); err != nil {
+		s.mu.Unlock()
+		return it, err
+	}
+	e := s.ready.pop()
+	e.place = nowhere
+	e.pending = false
+	e.processing = true
+
+	p := s.newProc()
+	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
+	obs := s.obs
+	if obs != nil && s.wallClock {
+		// Observers turn the times into span timestamps, so they are taken
+		// relative to a fresh wall-clock reading: a wall clock stepped since
+		// New does not shift them against spans timed by time.Now.
+		wall = s.clock.Now()
+		p.started = int64(wall.Sub(s.base))
+	} else if s.timed {
+		p.started = s.now()
+	}
+	if t := s.inflight.tail; t != nil {
+		t.next, p.prev = p, t
+	} else {
+		s.inflight.head = p
+	}
+	s.inflight.tail = p
+	s.inflight.n++
+	s.inflight.startSum += p.started
+	e.side().proc = p
+
+	if obs != nil {
+		return s.observeLocked(ctx, obs, e, p, wall), nil
+	}
+	it.Key = e.key
+	if full {
+		s.fillItem(&it, e, p.started, wall)
+	}
+	s.resetRun(e)
+	s.publishLocked()
+	s.mu.Unlock()
+	it.ctx = ctx
+	return it, nil
+}
+
+// waitReadyLocked waits until a key is ready, the queue is shut down with
+// none left, or ctx is done.
+func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		if s.shuttingDown && s.set.stopOnShutDown {
+			return ErrShutDown
+		}
+		if len(s.delayed) > 0 {
+			if now := s.now(); s.delayed[0].at <= now {
+				s.promoteLocked(now)
+			}
+		}
+		if s.ready.len() > 0 {
+			return nil
+		}
+		if s.shuttingDown {
+			return ErrShutDown
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if stop == nil && ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() {
+				s.mu.Lock()
+				s.cond.Broadcast()
+				s.mu.Unlock()
+			})
+		}
+		s.cond.Wait()
+	}
+}
+
+// fillItem copies the pending run of e into it. started is the dequeue time
+// and wall, when not zero, the clock's reading at that instant.
+func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall time.Time) {
+	it.Reason = e.reason
+	it.Coalesced = int(e.coalesced)
+	it.Priority = int(e.prio)
+	if s.timed {
+		if wall.IsZero() {
+			wall = s.at(started)
+		}
+		it.DequeuedAt = wall
+		it.EnqueuedAt = wall.Add(time.Duration(e.enqueued - started))
+		it.ReadyAt = wall.Add(time.Duration(max(e.readyAt, e.enqueued) - started))
+	}
+	var ts trace.TraceState
+	if x := e.xs(); x != nil {
+		ts = x.originState
+		it.Links = x.links
+		x.links = nil
+		it.DroppedLinks = x.dropped
+		it.PreviousAttempt = x.previous
+		it.Requeues = x.requeues
+	}
+	it.Origin = e.origin().spanContext(ts)
+}
+
+// resetRun clears what belonged to the run just handed out.
+func (s *Scheduler[K]) resetRun(e *entry[K]) {
+	e.coalesced = 0
+	e.prio = 0
+	e.debounced = false
+	if sd := e.s; sd != nil {
+		sd.origin = spanRef{}
+		if sd.x != nil {
+			*sd.x = extras{}
+		}
+	}
+}
