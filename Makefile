@@ -1,9 +1,12 @@
 # otelqueue — build, test and benchmark every module.
 #
-#   make test    unit tests of every module with -race, the fuzz seeds plus a
-#                short fuzz run, the Prometheus rules' unit tests, and the
+#   make test    gofmt and staticcheck (make lint), unit tests of every module
+#                with -race, the consumer test (release/), the fuzz seeds plus
+#                a short fuzz run, the Prometheus rules' unit tests, and the
 #                end-to-end suite (e2e/)
+#   make lint    gofmt -l and staticcheck over every module
 #   make rules   promtool check and unit tests of example/prometheus/rules.yml
+#   make release VERSION=vX.Y.Z   set that version everywhere, test it, print the tags
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
 #   make demo-controller-runtime   the same with controller-runtime (controllerruntime/example)
@@ -28,12 +31,18 @@ BENCHSTAT  ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22
 # Modules whose unit tests `make test` runs, root first; e2e/ has a target
 # of its own.
 MODULES := . bench controllerruntime
+# staticcheck, pinned (2026.x, built for Go 1.26), run through the module
+# proxy. Its modules: all but e2e/tools/*, which only wrap pinned third-party
+# builds (gofmt checks them; loading their dependencies would cost a Jaeger
+# and a collector build).
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+LINT_MODULES := $(MODULES) e2e release
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
 
-.PHONY: test deps unit fuzz rules e2e bench demo demo-controller-runtime stack vet
+.PHONY: test deps unit consumer fuzz rules e2e bench demo demo-controller-runtime stack vet lint release
 
-test: deps vet rules unit fuzz e2e
+test: deps vet lint rules unit consumer fuzz e2e
 
 # What the end-to-end suite needs from Debian and a fresh machine lacks.
 deps:
@@ -48,10 +57,27 @@ deps:
 	fi
 
 vet:
-	@for m in $(MODULES) e2e; do echo "== go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
+	@for m in $(MODULES) e2e release; do echo "== go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
 unit:
 	@for m in $(MODULES); do echo "== go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# gofmt over every Go file git tracks or would track (so not the module
+# cache of a CI that keeps it in the tree), then staticcheck per module.
+lint:
+	@echo "== gofmt -l"; out=$$(git ls-files -co --exclude-standard -- '*.go' | xargs gofmt -l); \
+	if [ -n "$$out" ]; then echo "these files need gofmt -w:"; echo "$$out"; exit 1; fi
+	@for m in $(LINT_MODULES); do echo "== staticcheck ($$m)"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
+
+# The published modules at the version of otelqueue/version.go, fetched with
+# go get from a file-based module proxy by a fresh module that builds and
+# runs a client-go and a controller-runtime controller (release/).
+consumer:
+	cd release && $(GO) test -count=1 -timeout 30m ./...
+
+# make release VERSION=vX.Y.Z: see docs/releasing.md.
+release:
+	release/release.sh $(VERSION)
 
 # The seed corpus runs with the unit tests; this adds a short coverage-guided run.
 fuzz:

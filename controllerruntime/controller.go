@@ -154,7 +154,7 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 			}
 			return
 		}
-		//nolint:staticcheck // controller-runtime still honours Result.Requeue
+		//lint:ignore SA1019 controller-runtime still honours Result.Requeue
 		otelqueue.RecordResult(span, otelqueue.Classify(otelqueue.Result{Requeue: res.Requeue, RequeueAfter: res.RequeueAfter}, err), err)
 		if err != nil && errors.Is(err, reconcile.TerminalError(nil)) {
 			span.SetAttributes(attribute.Bool("reconcile.terminal", true))

@@ -113,7 +113,7 @@
 //     exemplars pointing to the attempt's trace. workqueue_depth has
 //     controller-runtime's third label, "priority" (otelqueue.AttrPriority),
 //     with its limit of 25 priorities. The histogram buckets are
-//     otelqueue's (otelqueue.DefaultBuckets), not controller-runtime's.
+//     otelqueue's (otelqueue.DefaultBuckets()), not controller-runtime's.
 //
 // An application that serves both registries on one endpoint (for example
 // through prometheus.Gatherers{metrics.Registry, exporterRegistry}, as

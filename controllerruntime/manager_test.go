@@ -158,7 +158,7 @@ func childrenOf(spans []sdktrace.ReadOnlySpan, parent trace.SpanContext) []sdktr
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

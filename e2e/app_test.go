@@ -26,11 +26,16 @@ import (
 
 const rootSpan = "process configmaps"
 
+// appDir holds the app's binary (~114 MB with its build): TestMain removes
+// it with removeAppBinary once the tests are done.
+var appDir string
+
 var appBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "otelqueue-e2e-app-")
 	if err != nil {
 		return "", err
 	}
+	appDir = dir
 	bin := filepath.Join(dir, "app")
 	cmd := exec.Command("go", "build", "-o", bin, "./example/app")
 	cmd.Dir = ".."
@@ -39,6 +44,15 @@ var appBinary = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// removeAppBinary removes what appBinary built, if it ran.
+func removeAppBinary() {
+	if appDir != "" {
+		if err := os.RemoveAll(appDir); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: removing the app's build: %v\n", err)
+		}
+	}
+}
 
 // appRun is one run of the example app.
 type appRun struct {

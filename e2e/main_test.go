@@ -24,6 +24,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintln(os.Stderr, "e2e: -short: skipping the end-to-end tests (they start Jaeger, a collector and Prometheus)")
 		return 0
 	}
+	defer removeAppBinary()
 
 	// Cold builds of Jaeger and the collector take minutes; on a fresh
 	// machine run go test with -timeout 45m (the Makefile does). Starting

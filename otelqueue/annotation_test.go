@@ -138,12 +138,13 @@ func TestTraceparentReader(t *testing.T) {
 	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricInvalidTraceparents, "{annotation}", true, *attribute.EmptySet(), 5))
 
 	// ContextWith: the annotation's context for AddContext, or ctx itself.
-	base := context.WithValue(context.Background(), struct{}{}, "base")
+	type baseKey struct{}
+	base := context.WithValue(context.Background(), baseKey{}, "base")
 	if got := r.ContextWith(base, &metav1.ObjectMeta{}); got != base {
 		t.Error("ContextWith without an annotation did not return ctx itself")
 	}
 	got := r.ContextWith(base, valid)
-	if sc := trace.SpanContextFromContext(got); sc.SpanID() != writer.SpanID() || got.Value(struct{}{}) != "base" {
+	if sc := trace.SpanContextFromContext(got); sc.SpanID() != writer.SpanID() || got.Value(baseKey{}) != "base" {
 		t.Errorf("ContextWith = %v, want ctx with the writer's span context", sc)
 	}
 }

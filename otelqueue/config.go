@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -12,10 +13,14 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// DefaultBuckets are the explicit histogram bucket boundaries, in seconds,
-// of the queue-wait and work-duration histograms: from 100µs to 1000s, three
-// buckets a decade. The SDK's default boundaries are sized for milliseconds.
-var DefaultBuckets = []float64{
+// DefaultBuckets returns the explicit histogram bucket boundaries, in
+// seconds, of the queue-wait and work-duration histograms: from 100µs to
+// 1000s, three buckets a decade. The SDK's default boundaries are sized for
+// milliseconds. Each call returns a new slice: changing it changes nothing
+// else.
+func DefaultBuckets() []float64 { return slices.Clone(defaultBuckets) }
+
+var defaultBuckets = []float64{
 	0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05,
@@ -77,7 +82,7 @@ func (c *config) setDefaults() {
 		c.propagators = otel.GetTextMapPropagator()
 	}
 	if c.buckets == nil {
-		c.buckets = DefaultBuckets
+		c.buckets = defaultBuckets
 	}
 }
 

@@ -56,7 +56,7 @@ func TestExemplarsPointToTheItemsTrace(t *testing.T) {
 	}
 
 	rm := e.collect(t)
-	bounds := otelqueue.DefaultBuckets
+	bounds := otelqueue.DefaultBuckets()
 	assertMetrics(t, rm, noTime,
 		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{0.25: 1, 5: 1}, 2, 3.25, 0.25, 3,
 			exemplarOf(queuedA, 3), exemplarOf(queuedB, 0.25)),
@@ -100,9 +100,9 @@ func TestExemplarsRunner(t *testing.T) {
 	}
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{2.5: 1}, 1, 2, 2, 2,
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2,
 			exemplarOf(queued, 2)),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{5: 1}, 1, 4, 4, 4,
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{5: 1}, 1, 4, 4, 4,
 			exemplarOf(reconcileSC, 4)),
 	)
 }
@@ -125,8 +125,8 @@ func TestExemplarsNeverSample(t *testing.T) {
 	}
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime, // exemplars compared: none
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{1: 1}, 1, 1, 1, 1),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{1: 1}, 1, 1, 1, 1),
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
 	)
 }
 
@@ -158,7 +158,7 @@ func TestExemplarsTracingOff(t *testing.T) {
 	e.q.Done("b")
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime, // exemplars compared: none
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{1: 1, 5: 1}, 2, 4, 1, 3),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets, map[float64]uint64{0.0001: 1, 2.5: 1}, 2, 2, 0, 2),
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1, 5: 1}, 2, 4, 1, 3),
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{0.0001: 1, 2.5: 1}, 2, 2, 0, 2),
 	)
 }

@@ -57,8 +57,8 @@ const (
 
 // Attribute keys.
 const (
-	// AttrName is the queue's name (metrics and spans), as controller-runtime's
-	// "name" label.
+	// AttrName is the queue's name on metrics, as controller-runtime's
+	// "name" label (spans carry it as AttrQueueName).
 	AttrName = attribute.Key("name")
 	// AttrController is the controller's name (metrics), as
 	// controller-runtime's "controller" label.
@@ -69,6 +69,10 @@ const (
 
 	// Span attributes. Keys and other per-item data go on spans only, never
 	// on metrics.
+
+	// AttrQueueName is the queue's name on spans: the value AttrName has on
+	// metrics, under a key that says what it names among a span's
+	// attributes.
 	AttrQueueName    = attribute.Key("workqueue.name")
 	AttrKey          = attribute.Key("workqueue.key")
 	AttrAttempt      = attribute.Key("workqueue.attempt")

@@ -269,7 +269,7 @@ func histogram(name string, attrs attribute.Set, bounds []float64, bucketCounts 
 }
 
 func formatFloat(f float64) string {
-	return attribute.Float64Value(f).Emit()
+	return attribute.Float64Value(f).String()
 }
 
 // histogramPoint returns the single data point of a float64 histogram.

@@ -57,7 +57,7 @@ func (s queueState) metrics(attrs attribute.Set) []metricdata.Metrics {
 func TestMetricsScriptedSequence(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	q := e.q
-	bounds := otelqueue.DefaultBuckets
+	bounds := otelqueue.DefaultBuckets()
 
 	// t=0: a and b ready, a added again (coalesced), c delayed by 10s.
 	q.Add("a")
@@ -162,7 +162,7 @@ func TestMetricsHeldKey(t *testing.T) {
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTimeNoExemplars,
 		// 0s for the first run, 3s ready (since the Done) for the second.
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets,
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(),
 			map[float64]uint64{0.0001: 1, 5: 1}, 2, 3, 0, 3))
 }
 

@@ -69,6 +69,8 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 // durations are recorded.
 func (o *observer[K]) NeedsWallClock() bool { return o.tracing }
 
+var _ scheduler.WallClockObserver[string] = (*observer[string])(nil)
+
 // Dequeued starts the attempt's trace and records the queue wait inside it.
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
 	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()

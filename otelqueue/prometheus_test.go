@@ -325,7 +325,7 @@ func TestPrometheusBridge(t *testing.T) {
 				les = append(les, s.labels["le"])
 			}
 			var wantLes []string
-			for _, b := range otelqueue.DefaultBuckets {
+			for _, b := range otelqueue.DefaultBuckets() {
 				wantLes = append(wantLes, formatLe(b))
 			}
 			wantLes = append(wantLes, "+Inf")

@@ -41,7 +41,7 @@ func NewMetricsProvider(opts ...Option) *MetricsProvider {
 	c := newConfig(opts)
 	if err := c.validate(); err != nil {
 		otel.Handle(err)
-		c.buckets = DefaultBuckets
+		c.buckets = defaultBuckets
 	}
 	p := &MetricsProvider{in: newInstruments(&c), controller: c.controller}
 	if _, err := p.in.meter.RegisterCallback(p.observe, p.in.depth, p.in.adds, p.in.retries, p.in.unfinished, p.in.longestRunning); err != nil {

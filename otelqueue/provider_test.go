@@ -105,7 +105,7 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	e := newProviderEnv(t)
 	q := e.queue(t, "x")
 	x := attribute.NewSet(otelqueue.AttrName.String("x"), otelqueue.AttrController.String("x"))
-	bounds := otelqueue.DefaultBuckets
+	bounds := otelqueue.DefaultBuckets()
 	// unfinished waits until client-go's loop has set both gauges to the
 	// given values, after a fake clock step.
 	unfinished := func(total, longest float64) {
@@ -206,7 +206,7 @@ func TestMetricsProviderBadBuckets(t *testing.T) {
 	k, _ := q.Get()
 	q.Done(k)
 	rm := e.collect(t)
-	if b := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds; !slices.Equal(b, otelqueue.DefaultBuckets) {
+	if b := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds; !slices.Equal(b, otelqueue.DefaultBuckets()) {
 		t.Errorf("bounds %v, want DefaultBuckets", b)
 	}
 }

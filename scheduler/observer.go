@@ -10,10 +10,8 @@ import (
 // provides the OpenTelemetry implementation; install one with
 // [Scheduler.SetObserver].
 //
-// An Observer that uses only durations, not span timestamps, may also have
-// a method NeedsWallClock() bool that returns false: the scheduler then
-// reads the cheaper monotonic clock only, and the times it reports are
-// relative to the wall clock of the scheduler's creation.
+// An Observer that uses only durations, not span timestamps, may also
+// implement [WallClockObserver].
 //
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
@@ -33,6 +31,18 @@ type Observer[K comparable] interface {
 	Done(ctx context.Context, key K, started, ended time.Time)
 }
 
+// WallClockObserver is an Observer that tells the scheduler whether the
+// times it reports must be wall-clock times. When NeedsWallClock returns
+// false (at SetObserver), the scheduler reads the cheaper monotonic clock
+// only, and the times it reports are offsets from the wall clock read at
+// the scheduler's creation: right as durations, but drifting from the wall
+// clock as it is adjusted. An Observer without the method gets wall-clock
+// times.
+type WallClockObserver[K comparable] interface {
+	Observer[K]
+	NeedsWallClock() bool
+}
+
 // SetObserver installs obs (nil removes it). Install it before the queue is
 // used: keys added earlier carry no times when the queue was unnamed. With an
 // Observer installed the queue reads the clock on every Add, Get and Done.
@@ -41,7 +51,7 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
 	s.wallClock = obs != nil
-	if w, ok := obs.(interface{ NeedsWallClock() bool }); ok {
+	if w, ok := obs.(WallClockObserver[K]); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
 	if s.timed {

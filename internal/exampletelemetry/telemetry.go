@@ -148,7 +148,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		reg := prometheus.NewRegistry()
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 		if err != nil {
-			return fail(fmt.Errorf("Prometheus exporter: %w", err))
+			return fail(fmt.Errorf("building the Prometheus exporter: %w", err))
 		}
 		metricOpts = append(metricOpts, sdkmetric.WithReader(exp))
 		ln, err := listenMetrics(cfg.MetricsAddr)

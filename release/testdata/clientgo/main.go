@@ -1,0 +1,96 @@
+// Command clientgo is the client-go controller of the consumer test: built in
+// a fresh module against otelqueue fetched with go get, it reconciles the
+// ConfigMaps of a fake cluster through an instrumented scheduler and a
+// Runner, and checks the metrics and traces it got. It exits 0 and prints
+// "ok" when everything was there.
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"example.com/consumer/check"
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+const objects = 5
+
+func main() { check.Main("clientgo", time.Minute, run) }
+
+func run(ctx context.Context, sdk *check.SDK) error {
+
+	mp, tp := sdk.MeterProvider, sdk.TracerProvider
+
+	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	defer inst.Stop()
+
+	cs := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	tracing := otelqueue.NewTraceparentReader()
+	enqueue := func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			queue.AddContext(tracing.ContextWith(ctx, cm), cm.Namespace+"/"+cm.Name)
+		}
+	}
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return err
+	}
+
+	keys := check.NewKeys(objects)
+	runner, err := otelqueue.NewRunner(queue, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
+		_, span := tp.Tracer("consumer").Start(ctx, "sync "+key)
+		defer span.End()
+		keys.Reconciled(key)
+		return otelqueue.Result{}, nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// The writer's trace goes on the object, as otelqueue.InjectTraceparent
+	// documents: the reconcile trace links to it.
+	wctx, writer := tp.Tracer("consumer").Start(ctx, "write configmaps")
+	for i := range objects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", i)}}
+		otelqueue.InjectTraceparent(wctx, cm)
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	writer.End()
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	names, err := sdk.Run(ctx, keys, runner.Run)
+	if err != nil {
+		return err
+	}
+	linked := 0
+	for _, s := range sdk.Spans.Ended() {
+		for _, l := range s.Links() {
+			if l.SpanContext.TraceID() == writer.SpanContext().TraceID() {
+				linked++
+			}
+		}
+	}
+	if linked < objects {
+		return fmt.Errorf("%d attempts link to the writer's trace, want %d", linked, objects)
+	}
+	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps; spans %v\n", otelqueue.Version(), objects, names)
+	return nil
+}

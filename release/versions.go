@@ -1,0 +1,38 @@
+package release
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"golang.org/x/mod/semver"
+)
+
+// RootModule is the module path of the library; every other module of the
+// repository that uses it requires it at the release version.
+const RootModule = "github.com/otelqueue/otelqueue"
+
+// versionFunc matches the body of otelqueue.Version in otelqueue/version.go,
+// which release/release.sh rewrites.
+var versionFunc = regexp.MustCompile(`func Version\(\) string \{ return "([^"]*)" \}`)
+
+// LibraryVersion returns the release version ("v" + otelqueue.Version())
+// read from otelqueue/version.go under the repository root, and checks that
+// it is a canonical semantic version.
+func LibraryVersion(repoRoot string) (string, error) {
+	file := filepath.Join(repoRoot, "otelqueue", "version.go")
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("release: reading the library version: %w", err)
+	}
+	m := versionFunc.FindSubmatch(src)
+	if m == nil {
+		return "", fmt.Errorf("release: %s has no line matching %s: keep otelqueue.Version in that form, the release script rewrites it", file, versionFunc)
+	}
+	v := "v" + string(m[1])
+	if !semver.IsValid(v) || semver.Canonical(v) != v {
+		return "", fmt.Errorf("release: otelqueue.Version() is %q: it must be a semantic version such as 1.2.3 (without the v)", m[1])
+	}
+	return v, nil
+}
