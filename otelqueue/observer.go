@@ -104,8 +104,10 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		opts = append(opts, b.withLinks(links))
 	}
 	rootCtx, root := o.tracer.Start(parent, o.rootName, opts...)
-	clear(b.opts[:])
-	clear(b.links[:])
+	// Drop the references the buffers hold (only the slots used: clearing
+	// the whole buffer costs write barriers for nothing).
+	clear(b.opts[:min(len(opts), len(b.opts))])
+	clear(b.links[:min(len(links), len(b.links))])
 	startBufs.Put(b)
 	if !root.IsRecording() {
 		o.queueDuration.Record(rootCtx, wait, o.record...)
