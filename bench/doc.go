@@ -20,8 +20,24 @@
 //     key through the delay heap (AddAfterContext far away, AddContext that
 //     makes it ready at once, Get, Done). Both variants report B/pendingkey:
 //     retained heap bytes per pending key.
+//   - BenchmarkLifecycle's sdkfloor-* variants (floors_test.go and
+//     otel_variants_test.go) run, per op and with no queue, what otelqueue's
+//     instrumentation asks of the OpenTelemetry SDK: sdkfloor-metrics the
+//     two histogram records, sdkfloor-unsampled the unsampled root span with
+//     its timestamp and link, sdkfloor-sampled the three spans of a sampled
+//     attempt. cmd/ratios bounds the instrumented variants by the scheduler
+//     plus these floors, measured in the same run.
+//   - BenchmarkThroughput/variant=V/workers=W: W workers (Get, Done) against
+//     two producers adding keys on their own goroutines, the keys added and
+//     not yet done kept between 128 and 256. One op is one key added and
+//     processed; it reports items/s, and ns/op is the wall time per item.
+//   - BenchmarkHeap/variant=V/heap=H: the instrumented scheduler (metrics
+//     only, unsampled, 10% and 100% sampled tracing) doing the lifecycle
+//     step on the benchmark's own small heap and beside a retained 100 MB
+//     informer-like cache; it reports heap-MB (the live heap) and GCs/Mop
+//     (collections per million ops).
 //
-// Lifecycle and Delayed also report cpu-ns/op: the CPU time of the whole
+// Lifecycle, Delayed, Throughput and Heap also report cpu-ns/op: the CPU time of the whole
 // process per op (getrusage), which counts the work a queue hands to its own
 // goroutines (client-go's waiting loop, the priority queue's handlers) and
 // the garbage collector, and which time stolen by other processes on a busy
