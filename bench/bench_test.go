@@ -44,20 +44,26 @@ const lifecycleKeys = 64
 // BenchmarkLifecycle measures one Add -> Get -> Done per op in a single
 // goroutine, for every variant of lifecycleVariants.
 func BenchmarkLifecycle(b *testing.B) {
-	keys := benchKeys(lifecycleKeys)
 	for _, v := range lifecycleVariants {
 		b.Run("variant="+v.name, func(b *testing.B) {
 			step, stop := v.start(b, queueName)
 			defer stop()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := startCPU()
-			for i := range b.N {
-				step(keys[i%lifecycleKeys])
-			}
-			cpu.report(b)
+			timeSteps(b, step)
 		})
 	}
+}
+
+// timeSteps runs b.N steps, timed, with keys cycling over the first
+// lifecycleKeys keys, and reports allocations and cpu-ns/op.
+func timeSteps(b *testing.B, step func(string) string) {
+	keys := benchKeys(lifecycleKeys)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := range b.N {
+		step(keys[i%lifecycleKeys])
+	}
+	cpu.report(b)
 }
 
 // cpuClock measures the CPU time of the whole process over a benchmark's

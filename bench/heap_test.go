@@ -40,7 +40,6 @@ var heapSizes = []struct {
 // collector included) it reports heap-MB, the live heap when the timed loop
 // starts, and GCs/Mop, the collections per million ops.
 func BenchmarkHeap(b *testing.B) {
-	keys := benchKeys(lifecycleKeys)
 	for _, h := range heapSizes {
 		var cache *informerCache
 		if h.bytes > 0 {
@@ -52,13 +51,7 @@ func BenchmarkHeap(b *testing.B) {
 				defer stop()
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
-				b.ReportAllocs()
-				b.ResetTimer()
-				cpu := startCPU()
-				for i := range b.N {
-					step(keys[i%lifecycleKeys])
-				}
-				cpu.report(b)
+				timeSteps(b, step)
 				b.StopTimer()
 				runtime.ReadMemStats(&after)
 				b.ReportMetric(float64(before.HeapAlloc)/(1<<20), "heap-MB")
@@ -189,20 +182,9 @@ func TestHeapWiring(t *testing.T) {
 	}
 	runtime.KeepAlive(cache)
 
-	const ops = 4000
-	keys := benchKeys(lifecycleKeys)
 	for _, v := range heapVariants {
 		t.Run(v.name, func(t *testing.T) {
-			name := "wiring-heap-" + v.name
-			step, stop := v.start(t, name)
-			defer stop()
-			for i := range ops {
-				want := keys[i%lifecycleKeys]
-				if got := step(want); got != want {
-					t.Fatalf("step %d: Get handed out %q, want %q", i, got, want)
-				}
-			}
-			v.check(t, name, ops)
+			checkSteps(t, v, "wiring-heap-"+v.name, 4000)
 		})
 	}
 }
