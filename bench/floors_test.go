@@ -73,11 +73,14 @@ func startSDKFloorUnsampled(_ testing.TB, name string) (func(string) string, fun
 		SpanContext: trace.SpanContextFromContext(enqueueContext(false)),
 		Attributes:  []attribute.KeyValue{otelqueue.AttrLinkKind.String("enqueue")},
 	})
-	kind := trace.WithSpanKind(trace.SpanKindConsumer)
+	// The option slice is reused, as otelqueue reuses its pooled one: a
+	// fresh variadic slice would escape to the heap at every Start.
+	opts := []trace.SpanStartOption{nil, trace.WithSpanKind(trace.SpanKindConsumer), link}
 	rootName := "process " + name
 	type rootKey struct{}
 	step := func(key string) string {
-		ctx, _ := tracer.Start(context.Background(), rootName, trace.WithTimestamp(timeNow()), kind, link)
+		opts[0] = trace.WithTimestamp(timeNow())
+		ctx, _ := tracer.Start(context.Background(), rootName, opts...)
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
 			span.End()
 		}
