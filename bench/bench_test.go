@@ -54,6 +54,20 @@ func BenchmarkLifecycle(b *testing.B) {
 	}
 }
 
+// timeSteps runs step b.N times, cycling over keys (lifecycleKeys of them:
+// the constant keeps the cycling an AND), and reports the allocations and
+// the CPU time per op (cpu-ns/op) beside ns/op.
+func timeSteps[K any](b *testing.B, step func(K) K, keys []K) {
+	keys = keys[:lifecycleKeys]
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := range b.N {
+		step(keys[i%lifecycleKeys])
+	}
+	cpu.report(b)
+}
+
 // cpuClock measures the CPU time of the whole process over a benchmark's
 // timed loop, reported as cpu-ns/op beside the wall-clock ns/op. The two
 // differ when a queue hands work to goroutines of its own (client-go's

@@ -32,6 +32,22 @@
 //     controllerruntime.ObjectLinkSource over a fakecluster cache of
 //     annotated ConfigMaps (all namespaces, and one); the difference to
 //     variant=none is a link source's cost per attempt.
+//   - BenchmarkLifecycle's sdkfloor-* variants (floors_test.go and
+//     otel_variants_test.go) run, per op and with no queue, what otelqueue's
+//     instrumentation asks of the OpenTelemetry SDK: sdkfloor-metrics the
+//     two histogram records, sdkfloor-unsampled the unsampled root span with
+//     its timestamp and link, sdkfloor-sampled the three spans of a sampled
+//     attempt. cmd/ratios bounds the instrumented variants by the scheduler
+//     plus these floors, measured in the same run.
+//   - BenchmarkThroughput/variant=V/workers=W: W workers (Get, Done) against
+//     two producers adding keys on their own goroutines, the keys added and
+//     not yet done kept between 128 and 256. One op is one key added and
+//     processed; it reports items/s, and ns/op is the wall time per item.
+//   - BenchmarkHeap/variant=V/heap=H: the instrumented scheduler (metrics
+//     only, unsampled, 10% and 100% sampled tracing) doing the lifecycle
+//     step on the benchmark's own small heap and beside a retained 100 MB
+//     informer-like cache; it reports heap-MB (the live heap) and GCs/Mop
+//     (collections per million ops).
 //
 // Every benchmark but the clientgo variants of Pending also reports
 // cpu-ns/op: the CPU time of the whole

@@ -162,20 +162,6 @@ func BenchmarkLinkSource(b *testing.B) {
 	}
 }
 
-// timeSteps runs step b.N times, cycling over keys (lifecycleKeys of them:
-// the constant keeps the cycling an AND), and reports the allocations and
-// the CPU time per op (cpu-ns/op) beside ns/op.
-func timeSteps[K any](b *testing.B, step func(K) K, keys []K) {
-	keys = keys[:lifecycleKeys]
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu := startCPU()
-	for i := range b.N {
-		step(keys[i%lifecycleKeys])
-	}
-	cpu.report(b)
-}
-
 // TestLinkSourceWiring checks that each source of BenchmarkLinkSource
 // does what its name says: every sampled attempt links to the enqueue and,
 // with a source, to the object's writer.

@@ -25,9 +25,13 @@ func init() {
 	lifecycleVariants = append(lifecycleVariants,
 		lifecycleVariant{name: "clientgo-otelprovider", start: startClientGoOTel, check: checkOTelHistograms},
 		lifecycleVariant{name: "scheduler-otel", start: startSchedulerOTel(nil, false), check: checkOTelHistograms},
-		lifecycleVariant{name: "scheduler-otel-traced-unsampled", start: startSchedulerOTel(sdktrace.NeverSample(), false), check: checkOTelHistograms},
+		lifecycleVariant{name: "scheduler-otel-traced-unsampled", start: startSchedulerOTel(sdktrace.NeverSample(), false), check: checkUnsampledRoots},
 		lifecycleVariant{name: "scheduler-otel-traced-sampled", start: startSchedulerOTel(sdktrace.AlwaysSample(), true), check: checkSampledSpans},
 		lifecycleVariant{name: "sdkfloor-sampled", start: startSDKFloor, check: checkSampledSpans},
+		// Issue 12: the SDK alone doing what scheduler-otel and
+		// scheduler-otel-traced-unsampled ask of it (floors_test.go).
+		lifecycleVariant{name: "sdkfloor-metrics", start: startSDKFloorMetrics, check: checkOTelHistograms},
+		lifecycleVariant{name: "sdkfloor-unsampled", start: startSDKFloorUnsampled, check: checkUnsampledRoots},
 	)
 }
 
@@ -36,6 +40,7 @@ func init() {
 var (
 	readers   = map[string]*sdkmetric.ManualReader{}
 	spanCount = map[string]*countingProcessor{}
+	decisions = map[string]*countingSampler{}
 )
 
 func newMeterProvider(name string) *sdkmetric.MeterProvider {
@@ -55,7 +60,9 @@ func (p *countingProcessor) ForceFlush(context.Context) error                { r
 func newTracerProvider(name string, sampler sdktrace.Sampler) *sdktrace.TracerProvider {
 	p := &countingProcessor{}
 	spanCount[name] = p
-	return sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(p))
+	cs := &countingSampler{Sampler: sampler}
+	decisions[name] = cs
+	return sdktrace.NewTracerProvider(sdktrace.WithSampler(cs), sdktrace.WithSpanProcessor(p))
 }
 
 // enqueueContext is the context of an event handler: a remote span context,
@@ -89,16 +96,7 @@ func startClientGoOTel(tb testing.TB, name string) (func(string) string, func())
 // takes the item with GetContext, as the Runner does.
 func startSchedulerOTel(sampler sdktrace.Sampler, sampled bool) func(testing.TB, string) (func(string) string, func()) {
 	return func(tb testing.TB, name string) (func(string) string, func()) {
-		s := scheduler.New(scheduler.Config[string]{Name: name})
-		opts := []otelqueue.Option{otelqueue.WithMeterProvider(newMeterProvider(name))}
-		if sampler == nil {
-			opts = append(opts, otelqueue.WithTracerProvider(noop.NewTracerProvider()))
-		} else {
-			opts = append(opts, otelqueue.WithTracerProvider(newTracerProvider(name, sampler)))
-		}
-		if _, err := otelqueue.Instrument(s, opts...); err != nil {
-			tb.Fatal(err)
-		}
+		s := newSchedulerOTel(tb, name, sampler)
 		if sampler == nil {
 			return startQueue(func(string) queue { return s })(tb, name)
 		}
@@ -111,6 +109,24 @@ func startSchedulerOTel(sampler sdktrace.Sampler, sampled bool) func(testing.TB,
 		}
 		return step, s.ShutDown
 	}
+}
+
+// newSchedulerOTel returns a scheduler named name with otelqueue's
+// instrumentation on the SDK: metrics to a ManualReader and, with a sampler,
+// spans to a counting processor; with a nil sampler the TracerProvider is a
+// no-op one, so tracing is off.
+func newSchedulerOTel(tb testing.TB, name string, sampler sdktrace.Sampler) *scheduler.Scheduler[string] {
+	s := scheduler.New(scheduler.Config[string]{Name: name})
+	opts := []otelqueue.Option{otelqueue.WithMeterProvider(newMeterProvider(name))}
+	if sampler == nil {
+		opts = append(opts, otelqueue.WithTracerProvider(noop.NewTracerProvider()))
+	} else {
+		opts = append(opts, otelqueue.WithTracerProvider(newTracerProvider(name, sampler)))
+	}
+	if _, err := otelqueue.Instrument(s, opts...); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }
 
 // startSDKFloor runs, per op and with no queue, what the instrumentation

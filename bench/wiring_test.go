@@ -14,23 +14,28 @@ import (
 // hand back the key just added, and the variant's own check (its metrics
 // moved, say) must pass.
 func TestLifecycleWiring(t *testing.T) {
-	const ops = 200
-	keys := benchKeys(lifecycleKeys)
 	for _, v := range lifecycleVariants {
 		t.Run(v.name, func(t *testing.T) {
-			name := "wiring-" + v.name
-			step, stop := v.start(t, name)
-			defer stop()
-			for i := range ops {
-				want := keys[i%lifecycleKeys]
-				if got := step(want); got != want {
-					t.Fatalf("step %d: Get handed out %q, want %q", i, got, want)
-				}
-			}
-			if v.check != nil {
-				v.check(t, name, ops)
-			}
+			checkSteps(t, v, "wiring-"+v.name, 200)
 		})
+	}
+}
+
+// checkSteps starts v's queue named name and runs ops steps: Get must hand
+// back the key just added, and v's own check must pass.
+func checkSteps(t *testing.T, v lifecycleVariant, name string, ops int) {
+	t.Helper()
+	keys := benchKeys(lifecycleKeys)
+	step, stop := v.start(t, name)
+	defer stop()
+	for i := range ops {
+		want := keys[i%lifecycleKeys]
+		if got := step(want); got != want {
+			t.Fatalf("step %d: Get handed out %q, want %q", i, got, want)
+		}
+	}
+	if v.check != nil {
+		v.check(t, name, ops)
 	}
 }
 

@@ -92,12 +92,12 @@ func TestCheck(t *testing.T) {
 }
 
 // TestTargetsAreWellFormed checks the real target table: every benchmark it
-// names is a Lifecycle, Delayed, Pending or Priorities variant, and every
-// limit is positive.
+// names is a Lifecycle, Delayed, Pending, Priorities or Throughput variant,
+// and every limit is positive.
 func TestTargetsAreWellFormed(t *testing.T) {
 	for _, tg := range targets {
 		for _, name := range append([]string{tg.Subject}, tg.Of...) {
-			if g, v := splitVariant(name); v == "" || !(g == "Lifecycle" || g == "Delayed" || strings.HasPrefix(g, "Pending/") || strings.HasPrefix(g, "Priorities/")) {
+			if g, v := splitVariant(name); v == "" || !(g == "Lifecycle" || g == "Delayed" || strings.HasPrefix(g, "Pending/") || strings.HasPrefix(g, "Priorities/") || strings.HasPrefix(g, "Throughput/")) {
 				t.Errorf("target %q names %q, not a variant of a known benchmark", tg.describe(), name)
 			}
 		}

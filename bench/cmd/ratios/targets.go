@@ -22,6 +22,16 @@ var baselines = []struct {
 	{"Priorities/priorities=1k/op=cycle", "crpriorityqueue"},
 	{"Priorities/priorities=20k/op=adds", "crpriorityqueue"},
 	{"Priorities/priorities=20k/op=cycle", "crpriorityqueue"},
+	// Issue 12: throughput with W workers, and the traced variants on a
+	// small and on a 100 MB heap against metrics only.
+	{"Throughput/workers=1", "clientgo-bare"},
+	{"Throughput/workers=8", "clientgo-bare"},
+	{"Throughput/workers=64", "clientgo-bare"},
+	{"Throughput/workers=1", "clientgo-crprom"},
+	{"Throughput/workers=8", "clientgo-crprom"},
+	{"Throughput/workers=64", "clientgo-crprom"},
+	{"Heap/heap=small", "scheduler-otel"},
+	{"Heap/heap=100MB", "scheduler-otel"},
 }
 
 // A target says: the median of Subject in Unit is at most
@@ -75,6 +85,21 @@ var targets = []target{
 	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "ns/op", Factor: 1.5, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "tracing, unsampled"},
 	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "allocs/op", Factor: 1.0, Of: []string{"Lifecycle/variant=scheduler-otel"}, Plus: 3, Why: "tracing, unsampled"},
 	{Subject: "Lifecycle/variant=scheduler-otel-traced-sampled", Unit: "ns/op", Factor: 1.0, Of: []string{"Lifecycle/variant=crpriorityqueue"}, Why: "tracing, sampled, vs controller-runtime's default queue"},
-	{Subject: "Lifecycle/variant=scheduler-otel-traced-sampled", Unit: "ns/op", Factor: 1.2, Of: []string{"Lifecycle/variant=scheduler-otel", "Lifecycle/variant=sdkfloor-sampled"}, Why: "tracing, sampled, vs what the SDK alone costs"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-sampled", Unit: "ns/op", Factor: 1.05, Of: []string{"Lifecycle/variant=scheduler-otel", "Lifecycle/variant=sdkfloor-sampled"}, Why: "tracing, sampled, vs what the SDK alone costs"},
 	{Subject: "Lifecycle/variant=clientgo-otelprovider", Unit: "ns/op", Factor: 1.4, Of: []string{"Lifecycle/variant=clientgo-crprom"}, Why: "otelqueue's client-go provider"},
+
+	// Issue 12: otelqueue's own cost over the SDK's floor, measured in the
+	// same run (bench/floors_test.go).
+	{Subject: "Lifecycle/variant=scheduler-otel", Unit: "ns/op", Factor: 1.1, Of: []string{"Lifecycle/variant=scheduler-bare", "Lifecycle/variant=sdkfloor-metrics"}, Why: "metrics vs the SDK's floor"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "ns/op", Factor: 1.1, Of: []string{"Lifecycle/variant=scheduler-otel", "Lifecycle/variant=sdkfloor-unsampled"}, Why: "unsampled tracing vs the SDK's floor"},
+	{Subject: "Lifecycle/variant=scheduler-otel-traced-unsampled", Unit: "allocs/op", Factor: 1.0, Of: []string{"Lifecycle/variant=scheduler-otel", "Lifecycle/variant=sdkfloor-unsampled"}, Plus: 1, Why: "unsampled tracing vs the SDK's floor"},
+	// Issue 12: throughput with W workers and 2 producers. ns/op is the wall
+	// time per item, 1e9 / items/s: at most client-go's is at least its
+	// throughput.
+	{Subject: "Throughput/variant=scheduler-bare/workers=1", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-bare/workers=1"}, Why: "throughput, 1 worker"},
+	{Subject: "Throughput/variant=scheduler-bare/workers=8", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-bare/workers=8"}, Why: "throughput, 8 workers"},
+	{Subject: "Throughput/variant=scheduler-bare/workers=64", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-bare/workers=64"}, Why: "throughput, 64 workers"},
+	{Subject: "Throughput/variant=scheduler-otel/workers=1", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-crprom/workers=1"}, Why: "throughput with metrics, 1 worker"},
+	{Subject: "Throughput/variant=scheduler-otel/workers=8", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-crprom/workers=8"}, Why: "throughput with metrics, 8 workers"},
+	{Subject: "Throughput/variant=scheduler-otel/workers=64", Unit: "ns/op", Factor: 1.0, Of: []string{"Throughput/variant=clientgo-crprom/workers=64"}, Why: "throughput with metrics, 64 workers"},
 }
