@@ -140,7 +140,6 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	if sc.IsValid() || kind == addRateLimited || requeues > 0 {
 		s.noteAddLocked(e, sc, kind, requeues)
 	}
-	s.publishLocked()
 	s.mu.Unlock()
 	if signal {
 		s.cond.Signal()
@@ -244,8 +243,8 @@ func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int32) bo
 // rate-limited add while e is processed) and the rate limiter's count.
 func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind addKind, requeues int) {
 	e.addSpan(sc, s.set.maxLinks)
-	if p := e.running(); kind == addRateLimited && p != nil && p.ctx != nil {
-		if prev := trace.SpanContextFromContext(p.ctx); prev.IsValid() {
+	if p := e.running(); kind == addRateLimited && p != nil {
+		if prev := trace.SpanContextFromContext(p.context()); prev.IsValid() {
 			e.extras().previous = prev
 		}
 	}

@@ -139,6 +139,8 @@ func TestConcurrentProducersAndWorkers(t *testing.T) {
 				if i%64 == 0 {
 					_ = s.Len()
 					_ = s.Stats()
+					// Reads the context a worker publishes without the lock.
+					_, _ = s.ProcessingContext(k)
 				}
 				// Let the workers keep up, so that adds meet keys in every
 				// state rather than coalescing into a few runs.

@@ -69,7 +69,6 @@ func (s *Scheduler[K]) delayLoop() {
 				s.armed = s.delayed[0].at
 				wait = time.Duration(s.armed - now)
 			}
-			s.publishLocked()
 		}
 		s.mu.Unlock()
 

@@ -13,10 +13,11 @@ func (s *Scheduler[K]) ProcessingContext(key K) (context.Context, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.entries[key]
-	if !ok || !e.processing || e.running().ctx == nil {
+	if !ok || !e.processing {
 		return nil, false
 	}
-	return e.running().ctx, true
+	ctx := e.running().context()
+	return ctx, ctx != nil
 }
 
 // Done marks the end of the processing of key. If key was added again
@@ -46,13 +47,7 @@ func (s *Scheduler[K]) Done(key K) {
 	s.inflight.startSum -= p.started
 
 	var now int64
-	var wall time.Time
-	obs := s.obs
-	switch {
-	case obs != nil && s.wallClock:
-		wall = s.clock.Now() // see get
-		now = int64(wall.Sub(s.base))
-	case s.timed || (e.pending && e.readyAt != 0):
+	if s.timed || (e.pending && e.readyAt != 0) {
 		now = s.now()
 	}
 	signal := false
@@ -78,17 +73,34 @@ func (s *Scheduler[K]) Done(key K) {
 	if s.inflight.n == 0 && s.drain {
 		s.drained.Broadcast()
 	}
-	ctx, started := p.ctx, p.started
-	s.freeProc(p)
-	s.publishLocked()
+	// The times given to the Observer are anchored to the dequeue's: the
+	// end is the dequeue time plus the monotonic time since, so that Done
+	// reads no wall clock and a wall clock stepped while the key was
+	// processed does not make the work look shorter or longer.
+	obs := s.obs
+	var started, ended time.Time
+	var ctx context.Context
+	if p.observed {
+		started = p.item.DequeuedAt
+		ended = started.Add(time.Duration(now - p.started))
+		p.ended = ended // for the worker, if Dequeued still runs
+		if !p.state.CompareAndSwap(procObserving, procDoneEarly) {
+			ctx = p.ctx // procReady: Dequeued has returned
+		} else {
+			// Dequeued still runs (a Done from another goroutine than the
+			// worker's): the worker reports this Done (see observeLocked)
+			// and keeps p.
+			obs, p = nil, nil
+		}
+	}
+	if p != nil {
+		s.freeProc(p)
+	}
 	s.mu.Unlock()
 	if signal {
 		s.cond.Signal()
 	}
 	if obs != nil && ctx != nil {
-		if wall.IsZero() {
-			wall = s.at(now)
-		}
-		obs.Done(ctx, key, wall.Add(time.Duration(started-now)), wall)
+		obs.Done(ctx, key, started, ended)
 	}
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -31,7 +33,7 @@ type entry[K comparable] struct {
 	enqueued int64
 	readyAt  int64
 
-	s *side // nil until needed
+	s *side[K] // nil until needed
 
 	heapIdx   int32
 	coalesced int32
@@ -46,10 +48,10 @@ type entry[K comparable] struct {
 }
 
 // side holds what a key needs only at times.
-type side struct {
-	origin spanRef // first valid enqueue span context of the pending run
-	x      *extras // links, retries, debounce deadline; nil until needed
-	proc   *proc   // the run in flight, when processing
+type side[K comparable] struct {
+	origin spanRef  // first valid enqueue span context of the pending run
+	x      *extras  // links, retries, debounce deadline; nil until needed
+	proc   *proc[K] // the run in flight, when processing
 }
 
 // extras holds what only some keys need.
@@ -67,9 +69,9 @@ type extras struct {
 func (e *entry[K]) readySince() int64 { return max(e.readyAt, e.enqueued) }
 
 // side returns the side of e, making it if needed.
-func (e *entry[K]) side() *side {
+func (e *entry[K]) side() *side[K] {
 	if e.s == nil {
-		e.s = new(side)
+		e.s = new(side[K])
 	}
 	return e.s
 }
@@ -92,7 +94,7 @@ func (e *entry[K]) xs() *extras {
 }
 
 // running returns the run in flight of e, or nil.
-func (e *entry[K]) running() *proc {
+func (e *entry[K]) running() *proc[K] {
 	if e.s == nil {
 		return nil
 	}
@@ -110,10 +112,48 @@ func (e *entry[K]) origin() *spanRef {
 
 // proc is the state of a run in flight. The in-flight runs form a list in
 // the order they started, so the oldest is at its head.
-type proc struct {
-	ctx        context.Context
-	started    int64
-	prev, next *proc
+//
+// With an Observer, the worker that took the run calls Dequeued outside the
+// queue lock and then publishes the context it returned: it writes ctx and
+// moves state from procObserving to procReady. Code under the lock reads
+// ctx only in state procReady. A Done that comes while Dequeued still runs
+// (from another goroutine: a misuse) moves state to procDoneEarly instead
+// and leaves the proc to that worker, which reports the Done to the
+// Observer once Dequeued returns.
+type proc[K comparable] struct {
+	started    int64 // dequeue time, ns since the scheduler's base time
+	prev, next *proc[K]
+
+	// ctx is the context the run is processed in: the Observer's, or nil
+	// without one.
+	ctx   context.Context
+	state atomic.Uint32
+
+	// observed tells that item was filled for an Observer: it is the Item
+	// Dequeued is shown, kept here so that a get allocates none, and holds
+	// the dequeue's wall-clock time that Done's time is anchored to.
+	observed bool
+	item     Item[K]
+	// ended is the time of a Done in state procDoneEarly, for the worker.
+	ended time.Time
+}
+
+// States of a proc with an Observer (see proc). Without one a proc stays in
+// procReady, with a nil ctx.
+const (
+	procReady uint32 = iota
+	procObserving
+	procDoneEarly
+)
+
+// context returns the context the run is processed in, or nil before the
+// Observer's Dequeued has returned (or without an Observer). The queue lock
+// must be held.
+func (p *proc[K]) context() context.Context {
+	if p.state.Load() != procReady {
+		return nil
+	}
+	return p.ctx
 }
 
 // spanRef is a trace.SpanContext without its trace state (kept in extras when

@@ -1,5 +1,7 @@
 package scheduler
 
+import "time"
+
 // maxFree bounds the recycled entries and runs kept after a burst.
 const maxFree = 1024
 
@@ -13,7 +15,7 @@ func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
 			if sd.x != nil {
 				*sd.x = extras{}
 			}
-			*sd = side{x: sd.x}
+			*sd = side[K]{x: sd.x}
 		}
 		*e = entry[K]{s: sd, seq: e.seq} // seq survives: stale ready slots may still point here
 		s.freeEntries = append(s.freeEntries, e)
@@ -27,7 +29,7 @@ func (s *Scheduler[K]) newEntry(key K) *entry[K] {
 	return e
 }
 
-func (s *Scheduler[K]) newProc() *proc { return reuse(&s.freeProcs) }
+func (s *Scheduler[K]) newProc() *proc[K] { return reuse(&s.freeProcs) }
 
 // reuse takes the last object of the free list *free, or makes a new one.
 func reuse[T any](free *[]*T) *T {
@@ -41,8 +43,12 @@ func reuse[T any](free *[]*T) *T {
 	return p
 }
 
-func (s *Scheduler[K]) freeProc(p *proc) {
-	*p = proc{}
+// freeProc recycles p, whose run is done. Its state must be procReady.
+func (s *Scheduler[K]) freeProc(p *proc[K]) {
+	p.started, p.prev, p.next, p.ctx = 0, nil, nil, nil
+	if p.observed {
+		p.observed, p.item, p.ended = false, Item[K]{}, time.Time{}
+	}
 	if len(s.freeProcs) < maxFree {
 		s.freeProcs = append(s.freeProcs, p)
 	}

@@ -13,7 +13,6 @@ func (s *Scheduler[K]) Len() int {
 	s.mu.Lock()
 	if len(s.delayed) > 0 {
 		s.promoteLocked(s.now())
-		s.publishLocked()
 	}
 	n := s.ready.len()
 	s.mu.Unlock()
@@ -86,14 +85,13 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.side().proc = p
 
 	if obs != nil {
-		return s.observeLocked(ctx, obs, e, p, wall), nil
+		return s.observeLocked(ctx, obs, e, p, wall, full), nil
 	}
 	it.Key = e.key
 	if full {
 		s.fillItem(&it, e, p.started, wall)
 	}
 	s.resetRun(e)
-	s.publishLocked()
 	s.mu.Unlock()
 	it.ctx = ctx
 	return it, nil

@@ -27,7 +27,11 @@ type Observer[K comparable] interface {
 
 	// Done is called once for every item handed out, when the worker calls
 	// Done for its key, with the context Dequeued returned and the times the
-	// work started (the dequeue) and ended.
+	// work started (Item.DequeuedAt) and ended. ended is started plus the
+	// time elapsed on the monotonic clock, so that the duration is right
+	// even if the wall clock is stepped meanwhile. If Done for the key is
+	// called (from another goroutine) before Dequeued has returned, Done is
+	// called by the worker once Dequeued returns.
 	Done(ctx context.Context, key K, started, ended time.Time)
 }
 
@@ -37,7 +41,10 @@ type Observer[K comparable] interface {
 // only, and the times it reports are offsets from the wall clock read at
 // the scheduler's creation: right as durations, but drifting from the wall
 // clock as it is adjusted. An Observer without the method gets wall-clock
-// times.
+// times: the scheduler reads the wall clock once per item, at the dequeue,
+// and gives every time of the item (enqueue, ready, dequeue, end) as that
+// reading plus or minus the monotonic time between them, as OpenTelemetry
+// SDKs anchor the spans of one trace to one clock reading.
 type WallClockObserver[K comparable] interface {
 	Observer[K]
 	NeedsWallClock() bool
@@ -54,10 +61,6 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	if w, ok := obs.(WallClockObserver[K]); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
-	if s.timed {
-		s.statsOn.Store(true)
-	}
-	s.publishLocked()
 	s.mu.Unlock()
 }
 
@@ -69,26 +72,33 @@ func (s *Scheduler[K]) Observer() Observer[K] {
 }
 
 // observeLocked hands the item just taken to the Observer and unlocks. The
-// Item the Observer sees is recycled (it must not keep it), so that neither
-// path of get allocates one.
-func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc, wall time.Time) Item[K] {
-	itp := reuse(&s.freeItems)
+// Item the Observer sees lives in the proc p (it must not keep it), so that
+// neither path of get allocates one; the context Dequeued returns is
+// published in p without taking the lock again (see proc). It returns the
+// whole Item when full is set, else only its key and context.
+func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc[K], wall time.Time, full bool) Item[K] {
+	itp := &p.item
 	itp.Key = e.key
 	s.fillItem(itp, e, p.started, wall)
+	p.observed = true
+	p.state.Store(procObserving)
 	s.resetRun(e)
-	s.publishLocked()
 	s.mu.Unlock()
 
-	itp.ctx = obs.Dequeued(ctx, itp)
-	it := *itp
-	*itp = Item[K]{}
-	// Under the lock: AddRateLimited of this key, from any goroutine, reads
-	// p.ctx for Item.PreviousAttempt.
-	s.mu.Lock()
-	p.ctx = it.ctx
-	if len(s.freeItems) < maxFree {
-		s.freeItems = append(s.freeItems, itp)
+	ctx = obs.Dequeued(ctx, itp)
+	p.ctx = ctx
+	var it Item[K]
+	if full {
+		it = *itp
+	} else {
+		it.Key = itp.Key
 	}
-	s.mu.Unlock()
+	it.ctx = ctx
+	// From here a Done may recycle p: nothing of it is read after.
+	if !p.state.CompareAndSwap(procObserving, procReady) {
+		// Done came while Dequeued ran (procDoneEarly): it left p to this
+		// worker, with the time it ended; report it as Done would have.
+		obs.Done(ctx, it.Key, itp.DequeuedAt, p.ended)
+	}
 	return it
 }

@@ -161,3 +161,78 @@ func (o valueObserver) Dequeued(ctx context.Context, it *Item[string]) context.C
 	return context.WithValue(ctx, o.key, it.Key)
 }
 func (valueObserver) Done(context.Context, string, time.Time, time.Time) {}
+
+// blockingObserver is a recObserver whose Dequeued waits, after it has
+// recorded the call, until release is closed; entered is closed when it
+// starts waiting.
+type blockingObserver struct {
+	*recObserver[string]
+	entered, release chan struct{}
+}
+
+func (o *blockingObserver) Dequeued(ctx context.Context, it *Item[string]) context.Context {
+	ret := o.recObserver.Dequeued(ctx, it)
+	close(o.entered)
+	<-o.release
+	return ret
+}
+
+// A Done that comes (from another goroutine) while the Observer's Dequeued
+// still runs is reported to the Observer once, by the worker, after
+// Dequeued returns, with the context Dequeued returned and the time of the
+// Done; the key's next run is not disturbed.
+func TestObserverDoneWhileDequeuedRuns(t *testing.T) {
+	s, fc := newFake(t, named())
+	obs := &blockingObserver{recObserver: newRecObserver[string](), entered: make(chan struct{}), release: make(chan struct{})}
+	s.SetObserver(obs)
+	s.Add("a")
+	fc.Step(time.Second)
+	got := make(chan Item[string])
+	go func() {
+		it, err := s.GetContext(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- it
+	}()
+	<-obs.entered
+	// While Dequeued runs, the run has no context yet.
+	if ctx, ok := s.ProcessingContext("a"); ok {
+		t.Errorf("ProcessingContext during Dequeued = %v, true; want nil, false", ctx)
+	}
+	fc.Step(2 * time.Second)
+	s.Done("a") // early: Dequeued has not returned
+	if _, done := obs.calls(); len(done) != 0 {
+		t.Fatalf("Done reported %d times before Dequeued returned, want 0", len(done))
+	}
+	s.Add("a") // a new run of the key, not held by the old one
+	fc.Step(time.Second)
+	close(obs.release)
+	it := <-got
+	deq, done := obs.calls()
+	if len(done) != 1 {
+		t.Fatalf("Done reported %d times, want 1", len(done))
+	}
+	want := doneCall[string]{ctx: deq[0].ret, key: "a", started: t0.Add(time.Second), ended: t0.Add(3 * time.Second)}
+	if d := done[0]; d.ctx != want.ctx || d.key != want.key || !d.started.Equal(want.started) || !d.ended.Equal(want.ended) {
+		t.Errorf("Done = %s [t0+%v, t0+%v], want %s [t0+%v, t0+%v] in Dequeued's context",
+			d.key, d.started.Sub(t0), d.ended.Sub(t0), want.key, want.started.Sub(t0), want.ended.Sub(t0))
+	}
+	if it.Context() != deq[0].ret {
+		t.Errorf("Item.Context() is not the context Dequeued returned")
+	}
+	// The new run is ready and is reported on its own.
+	obs.release = nil
+	s.SetObserver(obs.recObserver)
+	it2 := mustGetKey(t, s, "a")
+	if !it2.EnqueuedAt.Equal(t0.Add(3 * time.Second)) {
+		t.Errorf("second run EnqueuedAt = t0+%v, want t0+3s", it2.EnqueuedAt.Sub(t0))
+	}
+	s.Done("a")
+	if _, done := obs.calls(); len(done) != 2 {
+		t.Errorf("Done reported %d times after the second run, want 2", len(done))
+	}
+	if st := s.Stats(); st.InFlight != 0 || st.Depth != 0 {
+		t.Errorf("Stats = %+v, want nothing in flight or ready", st)
+	}
+}

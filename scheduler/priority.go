@@ -25,7 +25,7 @@ type PriorityDepth struct {
 // recently drained ones are dropped. Delayed and held keys count at no
 // priority.
 //
-// Unlike Stats, DepthByPriority takes the queue lock, for a time that grows
+// Like Stats, DepthByPriority takes the queue lock, for a time that grows
 // with the number of priorities, not of keys. It allocates only when dst
 // must grow.
 func (s *Scheduler[K]) DepthByPriority(dst []PriorityDepth) []PriorityDepth {
@@ -33,7 +33,6 @@ func (s *Scheduler[K]) DepthByPriority(dst []PriorityDepth) []PriorityDepth {
 	defer s.mu.Unlock()
 	if len(s.delayed) > 0 {
 		s.promoteLocked(s.now())
-		s.publishLocked()
 	}
 	start := len(dst)
 	for _, l := range s.ready.levels {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -38,13 +37,12 @@ type Scheduler[K comparable] struct {
 	delayed  delayHeap[K]
 	held     int
 	inflight struct {
-		head, tail *proc
+		head, tail *proc[K]
 		n          int
 		startSum   int64
 	}
 	freeEntries []*entry[K]
-	freeProcs   []*proc
-	freeItems   []*Item[K]
+	freeProcs   []*proc[K]
 
 	adds, retries, coalesced uint64
 
@@ -62,12 +60,6 @@ type Scheduler[K comparable] struct {
 	kick        chan struct{}
 	stop        chan struct{}
 	wg          sync.WaitGroup
-
-	stats statsCell
-	// statsOn tells operations to publish into stats: from the first Stats
-	// call, or from the start for a named or observed queue. A bare queue
-	// that nobody asks for numbers pays nothing for them.
-	statsOn atomic.Bool
 }
 
 var _ workqueue.TypedRateLimitingInterface[string] = (*Scheduler[string])(nil)
@@ -95,8 +87,6 @@ func New[K comparable](cfg Config[K]) *Scheduler[K] {
 	s.cond.L = &s.mu
 	s.drained.L = &s.mu
 	s.timed = s.name != ""
-	s.stats.v.timed = s.timed
-	s.statsOn.Store(s.timed)
 	return s
 }
 

@@ -36,7 +36,6 @@ func (s *Scheduler[K]) shutDownLocked() {
 		for len(s.delayed) > 0 {
 			s.forgetLocked(s.delayed.remove(len(s.delayed) - 1))
 		}
-		s.publishLocked()
 	}
 	s.cond.Broadcast()
 }

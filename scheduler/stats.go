@@ -1,9 +1,6 @@
 package scheduler
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
 // Stats is a snapshot of a queue's numbers, for programs that use no metrics
 // library and for the observable instruments of package otelqueue.
@@ -47,54 +44,42 @@ type Stats struct {
 	LongestRunning time.Duration
 }
 
-// statsCell holds the numbers behind Stats. Queue operations publish into it
-// at the end of their critical section; Stats reads it under its own small
-// mutex, which is held only for a handful of stores, so Stats never waits
-// for the queue lock and always sees one consistent state. A mutex costs one
-// atomic pair per operation, fewer than updating each number atomically
-// inside a seqlock would.
-type statsCell struct {
-	mu sync.Mutex
-	v  statsValues
-}
-
-type statsValues struct {
-	depth, delayed, held, inFlight int
-	adds, retries, coalesced       uint64
-	// Times in nanoseconds since the scheduler's base time; valid only when
-	// timed is set and the matching gauge is positive.
-	oldestReady, oldestStart, startSum int64
-	timed                              bool
-}
-
-func (c *statsCell) load() statsValues {
-	c.mu.Lock()
-	v := c.v
-	c.mu.Unlock()
-	return v
-}
-
-// snapshot turns stored values into a Stats at time now (ns since base).
-func (v *statsValues) snapshot(now func() int64) Stats {
-	st := Stats{
-		Depth:     v.depth,
-		Delayed:   v.delayed,
-		Held:      v.held,
-		InFlight:  v.inFlight,
-		Adds:      v.adds,
-		Retries:   v.retries,
-		Coalesced: v.coalesced,
+// Stats returns a consistent snapshot of the queue's numbers, read under the
+// queue lock: the operations publish nothing, so a queue pays for its
+// numbers only when they are read (once per collection for otelqueue's
+// instruments). Like Len, it first moves the delayed keys that are due to
+// the ready queue. It reads the clock only when the queue holds delayed
+// keys or, to compute the ages, in a timed queue with keys ready or in
+// flight.
+func (s *Scheduler[K]) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var now int64
+	if len(s.delayed) > 0 {
+		now = s.now()
+		s.promoteLocked(now)
 	}
-	if !v.timed || (v.depth == 0 && v.inFlight == 0) {
+	st := Stats{
+		Depth:     s.ready.len(),
+		Delayed:   len(s.delayed),
+		Held:      s.held,
+		InFlight:  s.inflight.n,
+		Adds:      s.adds,
+		Retries:   s.retries,
+		Coalesced: s.coalesced,
+	}
+	if !s.timed || (st.Depth == 0 && st.InFlight == 0) {
 		return st
 	}
-	t := now()
-	if v.depth > 0 {
-		st.OldestPending = nonNegative(t - v.oldestReady)
+	if now == 0 {
+		now = s.now()
 	}
-	if v.inFlight > 0 {
-		st.LongestRunning = nonNegative(t - v.oldestStart)
-		st.UnfinishedWork = nonNegative(int64(v.inFlight)*t - v.startSum)
+	if e := s.ready.oldest(); e != nil {
+		st.OldestPending = nonNegative(now - e.readySince())
+	}
+	if h := s.inflight.head; h != nil {
+		st.LongestRunning = nonNegative(now - h.started)
+		st.UnfinishedWork = nonNegative(int64(st.InFlight)*now - s.inflight.startSum)
 	}
 	return st
 }
@@ -104,47 +89,4 @@ func nonNegative(d int64) time.Duration {
 		return 0
 	}
 	return time.Duration(d)
-}
-
-// Stats returns a consistent snapshot of the queue's numbers. It does not
-// take the queue lock (except once, at the first call on an unnamed queue
-// with no Observer, which until then publishes nothing), and reads the clock
-// only to compute the ages.
-func (s *Scheduler[K]) Stats() Stats {
-	if !s.statsOn.Load() {
-		// The first call of an unnamed queue: from now on operations
-		// publish; this once, publish what is there under the queue lock.
-		s.mu.Lock()
-		s.statsOn.Store(true)
-		s.publishLocked()
-		s.mu.Unlock()
-	}
-	v := s.stats.load()
-	return v.snapshot(s.now)
-}
-
-// publishLocked copies the queue's numbers into the stats cell.
-func (s *Scheduler[K]) publishLocked() {
-	if !s.statsOn.Load() {
-		return
-	}
-	c := &s.stats
-	c.mu.Lock()
-	v := &c.v
-	v.depth = s.ready.len()
-	v.delayed = len(s.delayed)
-	v.held = s.held
-	v.inFlight = s.inflight.n
-	v.adds, v.retries, v.coalesced = s.adds, s.retries, s.coalesced
-	v.timed = s.timed
-	if s.timed {
-		if e := s.ready.oldest(); e != nil {
-			v.oldestReady = e.readySince()
-		}
-		if h := s.inflight.head; h != nil {
-			v.oldestStart = h.started
-		}
-		v.startSum = s.inflight.startSum
-	}
-	c.mu.Unlock()
 }
