@@ -57,6 +57,7 @@ type throughputVariant struct {
 var throughputVariants = []throughputVariant{
 	{name: "clientgo-bare", start: plainThroughput(newClientGoBare)},
 	{name: "scheduler-bare", start: plainThroughput(newSchedulerBare)},
+	{name: "scheduler-timed", start: plainThroughput(newSchedulerTimed), check: checkTimed},
 	{name: "clientgo-crprom", start: plainThroughput(newClientGoCRProm), check: checkCRProm},
 	{name: "crpriorityqueue", start: plainThroughput(newCRPriorityQueue), check: checkCRProm},
 	// otelqueue's metrics (no tracing): plain Add, Get, Done.

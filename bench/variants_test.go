@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -47,6 +49,12 @@ var lifecycleVariants = []lifecycleVariant{
 	{name: "clientgo-bare", start: startQueue(newClientGoBare)},
 	// The scheduler with the zero Config: unnamed, no Observer.
 	{name: "scheduler-bare", start: startQueue(newSchedulerBare)},
+	// The scheduler named, with no Observer: a timed queue, which reads the
+	// monotonic clock on every Add, Get and Done (for the ages of Stats) as
+	// an instrumented one does, and records nothing. scheduler-otel less
+	// this is what the Observer and the SDK cost; this less scheduler-bare,
+	// what the clock reads cost.
+	{name: "scheduler-timed", start: startQueue(newSchedulerTimed), check: checkTimed},
 	// A named client-go queue with controller-runtime's own Prometheus
 	// provider attached per queue (what a controller-runtime controller with
 	// UsePriorityQueue=false gets through the global provider).
@@ -96,6 +104,30 @@ func newClientGoBare(string) queue {
 // Observer. Its default rate limiter is the same as newClientGoBare's.
 func newSchedulerBare(string) queue {
 	return scheduler.New(scheduler.Config[string]{})
+}
+
+// newSchedulerTimed returns the scheduler named name, with no Observer.
+func newSchedulerTimed(name string) queue {
+	return scheduler.New(scheduler.Config[string]{Name: name})
+}
+
+// checkTimed verifies that a queue of newSchedulerTimed reads the clock: the
+// Item of a key it hands out has its times, and a key ready for a while has
+// an age.
+func checkTimed(t *testing.T, name string, _ int) {
+	t.Helper()
+	q := newSchedulerTimed(name).(*scheduler.Scheduler[string])
+	defer q.ShutDown()
+	q.Add("a")
+	q.Add("b")
+	it, err := q.GetContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.EnqueuedAt.IsZero() || it.DequeuedAt.IsZero() || it.DequeuedAt.Before(it.EnqueuedAt) {
+		t.Errorf("%s: Item times %v, %v; want an enqueue time and a later dequeue time", name, it.EnqueuedAt, it.DequeuedAt)
+	}
+	testutil.WaitFor(t, "the ready key to have an age", func() bool { return q.Stats().OldestPending > 0 })
 }
 
 // newClientGoCRProm returns a named client-go queue with controller-runtime's

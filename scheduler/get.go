@@ -147,7 +147,11 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 		}
 		it.DequeuedAt = wall
 		it.EnqueuedAt = wall.Add(time.Duration(e.enqueued - started))
-		it.ReadyAt = wall.Add(time.Duration(max(e.readyAt, e.enqueued) - started))
+		if e.readyAt <= e.enqueued { // an immediate add: no second Add
+			it.ReadyAt = it.EnqueuedAt
+		} else {
+			it.ReadyAt = wall.Add(time.Duration(e.readyAt - started))
+		}
 	}
 	var ts trace.TraceState
 	if x := e.xs(); x != nil {
