@@ -54,10 +54,14 @@ func (d *drainObserver[K]) Done(ctx context.Context, _ K, _, ended time.Time) {
 // whose processing context is ctx, if ctx is one (Dequeued of a recording
 // attempt returned it).
 func endAttempt(ctx context.Context, ended time.Time) {
-	root, ok := ctx.Value(rootKey{}).(trace.Span)
-	if !ok {
-		return
+	if root, ok := ctx.Value(rootKey{}).(trace.Span); ok {
+		endRoot(ctx, root, ended)
 	}
+}
+
+// endRoot ends the spans of the attempt whose root span is root and whose
+// processing context is ctx.
+func endRoot(ctx context.Context, root trace.Span, ended time.Time) {
 	opt := trace.WithTimestamp(ended)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() && span.SpanContext().TraceID() == root.SpanContext().TraceID() {
 		span.End(opt)

@@ -2,6 +2,7 @@ package otelqueue_test
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"testing"
 	"time"
 
@@ -127,6 +128,28 @@ func TestExemplarsNeverSample(t *testing.T) {
 	assertMetrics(t, rm, noTime, // exemplars compared: none
 		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
 		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
+	)
+}
+
+// TestExemplarsDroppedAttemptNoTraceID checks that the exemplars of an
+// attempt the sampler dropped carry no trace or span id, even with the
+// AlwaysOn exemplar filter: the trace is never exported.
+func TestExemplarsDroppedAttemptNoTraceID(t *testing.T) {
+	e := newEnv(t, envConfig{sampler: sdktrace.NeverSample(), exemplarFilter: exemplar.AlwaysOnFilter})
+	enq, _ := remoteCtx(1, true)
+	e.q.AddContext(enq, "a")
+	e.step(time.Second)
+	it := e.getKey(t, "a")
+	if sc := trace.SpanContextFromContext(it.Context()); !sc.IsValid() || sc.IsSampled() {
+		t.Fatalf("item context %v, want the dropped root's (valid, unsampled)", sc)
+	}
+	e.step(2 * time.Second)
+	e.q.Done("a")
+	rm := e.collect(t)
+	noTrace := func(v float64) metricdata.Exemplar[float64] { return metricdata.Exemplar[float64]{Value: v} }
+	assertMetrics(t, rm, noTime,
+		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1, noTrace(1)),
+		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2, noTrace(2)),
 	)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -69,6 +70,9 @@ type envConfig struct {
 	noTracing bool
 	// opts are passed to Instrument after the providers.
 	opts []otelqueue.Option
+	// exemplarFilter, when set, replaces the MeterProvider's default
+	// (trace-based) exemplar filter.
+	exemplarFilter exemplar.Filter
 	// reader, when set, is a second Reader of the MeterProvider (such as
 	// the Prometheus exporter).
 	reader sdkmetric.Reader
@@ -81,6 +85,9 @@ func newEnv(t testing.TB, c envConfig) *env {
 	mpOpts := []sdkmetric.Option{sdkmetric.WithReader(e.reader)}
 	if c.reader != nil {
 		mpOpts = append(mpOpts, sdkmetric.WithReader(c.reader))
+	}
+	if c.exemplarFilter != nil {
+		mpOpts = append(mpOpts, sdkmetric.WithExemplarFilter(c.exemplarFilter))
 	}
 	e.mp = sdkmetric.NewMeterProvider(mpOpts...)
 	t.Cleanup(func() { _ = e.mp.Shutdown(context.Background()) })

@@ -110,7 +110,10 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	clear(b.links[:min(len(links), len(b.links))])
 	startBufs.Put(b)
 	if !root.IsRecording() {
-		o.queueDuration.Record(rootCtx, wait, o.record...)
+		// The sampler dropped the attempt: its trace is never exported, so
+		// its durations are recorded with no span context (an exemplar
+		// linking to it would lead nowhere, whatever the exemplar filter).
+		o.queueDuration.Record(context.Background(), wait, o.record...)
 		return rootCtx
 	}
 
@@ -194,8 +197,14 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...) // see Dequeued
 		return
 	}
+	root, ok := ctx.Value(rootKey{}).(trace.Span)
+	if !ok {
+		// An attempt the sampler dropped (see Dequeued).
+		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...)
+		return
+	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	endAttempt(ctx, ended)
+	endRoot(ctx, root, ended)
 }
 
 // keyString renders a key for the span attribute.
