@@ -45,6 +45,42 @@ func startSDKFloorMetrics(tb testing.TB, name string) (func(string) string, func
 	return step, func() {}
 }
 
+// startPromFloorMetrics records, per op, what clientgo-crprom's metrics
+// record per item: the queue-wait and work-duration observations of
+// controller-runtime's Prometheus provider, on the histograms client-go
+// binds to the queue's name once, at the queue's creation. No clock read and
+// no map, as in sdkfloor-metrics: the two floors differ only by the
+// library, so their difference is what the SDK costs over Prometheus for
+// the same two measurements.
+func startPromFloorMetrics(_ testing.TB, name string) (func(string) string, func()) {
+	p := crMetricsProvider()
+	queueDuration, workDuration := p.NewLatencyMetric(name), p.NewWorkDurationMetric(name)
+	var n uint
+	step := func(key string) string {
+		n++
+		wait := float64(1+n&7) * 1e-7 // as sdkfloor-metrics
+		queueDuration.Observe(wait)
+		workDuration.Observe(wait)
+		return key
+	}
+	return step, func() {}
+}
+
+// checkPromFloor verifies that promfloor-metrics observed ops queue and work
+// durations in controller-runtime's registry under the queue name name.
+func checkPromFloor(t *testing.T, name string, ops int) {
+	t.Helper()
+	for _, m := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
+		got, err := crMetricCount(m, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got < float64(ops) {
+			t.Errorf("%s{name=%q} counted %v after %d ops, want >= %d", m, name, got, ops, ops)
+		}
+	}
+}
+
 // floorHistogram creates a duration histogram as otelqueue's instruments.go
 // does.
 func floorHistogram(tb testing.TB, m metric.Meter, name string) metric.Float64Histogram {

@@ -32,6 +32,9 @@ func init() {
 		// scheduler-otel-traced-unsampled ask of it (floors_test.go).
 		lifecycleVariant{name: "sdkfloor-metrics", start: startSDKFloorMetrics, check: checkOTelHistograms},
 		lifecycleVariant{name: "sdkfloor-unsampled", start: startSDKFloorUnsampled, check: checkUnsampledRoots},
+		// The same two measurements in controller-runtime's Prometheus
+		// histograms, for comparison with sdkfloor-metrics.
+		lifecycleVariant{name: "promfloor-metrics", start: startPromFloorMetrics, check: checkPromFloor},
 	)
 }
 
