@@ -38,7 +38,11 @@
 //     two histogram records, sdkfloor-unsampled the unsampled root span with
 //     its timestamp and link, sdkfloor-sampled the three spans of a sampled
 //     attempt. cmd/ratios bounds the instrumented variants by the scheduler
-//     plus these floors, measured in the same run.
+//     plus these floors, measured in the same run. promfloor-metrics makes
+//     the two measurements of sdkfloor-metrics in controller-runtime's
+//     Prometheus histograms instead, and scheduler-timed is the scheduler
+//     named and with no Observer: it reads the clock on Add, Get and Done as
+//     an instrumented one does, and records nothing.
 //   - BenchmarkThroughput/variant=V/workers=W: W workers (Get, Done) against
 //     two producers adding keys on their own goroutines, the keys added and
 //     not yet done kept between 128 and 256. One op is one key added and
