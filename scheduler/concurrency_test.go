@@ -197,3 +197,113 @@ func TestConcurrentProducersAndWorkers(t *testing.T) {
 	}
 	t.Logf("runs %d, %+v", runs.Load(), st)
 }
+
+// pairingObserver counts, per context it returned from Dequeued, the Done
+// calls made with it; Dequeued yields now and then, so that Dones from
+// other goroutines often come while it runs.
+type pairingObserver struct {
+	mu      sync.Mutex
+	dones   map[context.Context]int
+	unknown int // Done with a context Dequeued did not return
+	n       int
+}
+
+type runMarker struct{}
+
+func (o *pairingObserver) Dequeued(ctx context.Context, _ *Item[int]) context.Context {
+	o.mu.Lock()
+	o.n++
+	n := o.n
+	ret := context.WithValue(ctx, runMarker{}, n)
+	o.dones[ret] = 0
+	o.mu.Unlock()
+	if n%3 == 0 {
+		runtime.Gosched()
+	}
+	return ret
+}
+
+func (o *pairingObserver) Done(ctx context.Context, _ int, started, ended time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.dones[ctx]; !ok {
+		o.unknown++
+		return
+	}
+	o.dones[ctx]++
+}
+
+// TestConcurrentDoneFromOtherGoroutines runs workers while other goroutines
+// call Done for random keys (a misuse: Done of a key they did not get), so
+// that some Dones come while the Observer's Dequeued runs. Under the race
+// detector, it checks that the handoff of the run's context is race free and
+// that the Observer sees exactly one Done for every Dequeued.
+func TestConcurrentDoneFromOtherGoroutines(t *testing.T) {
+	const (
+		keys    = 8
+		workers = 4
+		rogues  = 2
+		adds    = 20000
+	)
+	s := New(Config[int]{Name: "rogue-done"})
+	obs := &pairingObserver{dones: map[context.Context]int{}}
+	s.SetObserver(obs)
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k, shutdown := s.Get()
+				if shutdown {
+					return
+				}
+				runtime.Gosched()
+				s.Done(k)
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	var rogueWG sync.WaitGroup
+	for r := range rogues {
+		rogueWG.Add(1)
+		go func() {
+			defer rogueWG.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 3))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.Done(rng.IntN(keys))
+				_, _ = s.ProcessingContext(rng.IntN(keys))
+				s.AddRateLimited(rng.IntN(keys)) // reads the run's context
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for range adds {
+		s.Add(rng.IntN(keys))
+	}
+	close(stop)
+	rogueWG.Wait()
+	s.ShutDownWithDrain()
+	wg.Wait()
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.unknown != 0 {
+		t.Errorf("%d Done calls with a context Dequeued did not return", obs.unknown)
+	}
+	for ctx, n := range obs.dones {
+		if n != 1 {
+			t.Errorf("run %v: %d Done calls, want 1", ctx.Value(runMarker{}), n)
+		}
+	}
+	if st := s.Stats(); st.InFlight != 0 {
+		t.Errorf("Stats after drain = %+v, want nothing in flight", st)
+	}
+	t.Logf("%d runs", len(obs.dones))
+}
