@@ -81,9 +81,9 @@ func (s *Scheduler[K]) Done(key K) {
 	var started, ended time.Time
 	var ctx context.Context
 	if p.observed {
-		started = p.item.DequeuedAt
+		started = p.o.item.DequeuedAt
 		ended = started.Add(time.Duration(now - p.started))
-		p.ended = ended // for the worker, if Dequeued still runs
+		p.o.ended = ended // for the worker, if Dequeued still runs
 		if !p.state.CompareAndSwap(procObserving, procDoneEarly) {
 			ctx = p.ctx // procReady: Dequeued has returned
 		} else {

@@ -129,11 +129,19 @@ type proc[K comparable] struct {
 	ctx   context.Context
 	state atomic.Uint32
 
-	// observed tells that item was filled for an Observer: it is the Item
-	// Dequeued is shown, kept here so that a get allocates none, and holds
-	// the dequeue's wall-clock time that Done's time is anchored to.
+	// observed tells that o holds this run's Item for an Observer.
 	observed bool
-	item     Item[K]
+	// o is allocated with the first observed run of this proc and kept as
+	// it is recycled, so that a get allocates none; nil until then, so that
+	// a queue with no Observer keeps its runs small.
+	o *procObs[K]
+}
+
+// procObs is what an observed run needs beyond proc.
+type procObs[K comparable] struct {
+	// item is the Item Dequeued is shown. It holds the dequeue's wall-clock
+	// time that Done's time is anchored to.
+	item Item[K]
 	// ended is the time of a Done in state procDoneEarly, for the worker.
 	ended time.Time
 }

@@ -1,7 +1,5 @@
 package scheduler
 
-import "time"
-
 // maxFree bounds the recycled entries and runs kept after a burst.
 const maxFree = 1024
 
@@ -47,7 +45,8 @@ func reuse[T any](free *[]*T) *T {
 func (s *Scheduler[K]) freeProc(p *proc[K]) {
 	p.started, p.prev, p.next, p.ctx = 0, nil, nil, nil
 	if p.observed {
-		p.observed, p.item, p.ended = false, Item[K]{}, time.Time{}
+		p.observed = false
+		*p.o = procObs[K]{}
 	}
 	if len(s.freeProcs) < maxFree {
 		s.freeProcs = append(s.freeProcs, p)

@@ -72,12 +72,15 @@ func (s *Scheduler[K]) Observer() Observer[K] {
 }
 
 // observeLocked hands the item just taken to the Observer and unlocks. The
-// Item the Observer sees lives in the proc p (it must not keep it), so that
+// Item the Observer sees lives with the proc p (it must not keep it), so that
 // neither path of get allocates one; the context Dequeued returns is
 // published in p without taking the lock again (see proc). It returns the
 // whole Item when full is set, else only its key and context.
 func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc[K], wall time.Time, full bool) Item[K] {
-	itp := &p.item
+	if p.o == nil {
+		p.o = new(procObs[K])
+	}
+	itp := &p.o.item
 	itp.Key = e.key
 	s.fillItem(itp, e, p.started, wall)
 	p.observed = true
@@ -98,7 +101,7 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 	if !p.state.CompareAndSwap(procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
-		obs.Done(ctx, it.Key, itp.DequeuedAt, p.ended)
+		obs.Done(ctx, it.Key, itp.DequeuedAt, p.o.ended)
 	}
 	return it
 }
