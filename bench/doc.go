@@ -47,6 +47,8 @@
 //     two producers adding keys on their own goroutines, the keys added and
 //     not yet done kept between 128 and 256. One op is one key added and
 //     processed; it reports items/s, and ns/op is the wall time per item.
+//     scheduler-otel-runner runs otelqueue.Runner's W workers, with a
+//     reconcile that does nothing, in place of the loop of Get and Done.
 //   - BenchmarkHeap/variant=V/heap=H: the instrumented scheduler (metrics
 //     only, unsampled, 10% and 100% sampled tracing) doing the lifecycle
 //     step on the benchmark's own small heap and beside a retained 100 MB

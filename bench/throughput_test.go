@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // Throughput: W workers taking keys from one queue while producers on their
@@ -39,6 +42,10 @@ type throughputQueue struct {
 	get      func() (key string, shutdown bool)
 	done     func(key string)
 	shutDown func()
+	// run, when set, replaces the workers' loop of get and done: it runs
+	// workers workers of the variant's own that call process with each key,
+	// before its Done, until ctx is cancelled.
+	run func(ctx context.Context, workers int, process func(key string))
 }
 
 // throughputVariant is one queue measured by BenchmarkThroughput.
@@ -80,6 +87,50 @@ var throughputVariants = []throughputVariant{
 			shutDown: s.ShutDown,
 		}
 	}, check: checkUnsampledRoots},
+	// otelqueue's metrics with otelqueue.Runner's workers (results, active
+	// workers, busy time, Forget of the rate limiter, error logging), a
+	// reconcile that does nothing and succeeds: what a client-go user of
+	// the Runner pays per item beyond scheduler-otel's Get and Done.
+	{name: "scheduler-otel-runner", start: func(tb testing.TB, name string) throughputQueue {
+		s := newSchedulerOTel(tb, name, nil)
+		return throughputQueue{add: s.Add, shutDown: s.ShutDown,
+			run: func(ctx context.Context, workers int, process func(string)) {
+				r, err := otelqueue.NewRunner(s, workers, func(_ context.Context, key string) (otelqueue.Result, error) {
+					process(key)
+					return otelqueue.Result{}, nil
+				})
+				if err == nil {
+					err = r.Run(ctx)
+				}
+				if err != nil {
+					tb.Error(err)
+				}
+			}}
+	}, check: checkRunner},
+}
+
+// checkRunner verifies that scheduler-otel-runner's Runner reported ops
+// successful reconciles with the queue's metrics, beside the histograms.
+func checkRunner(t *testing.T, name string, ops int) {
+	t.Helper()
+	checkOTelHistograms(t, name, ops)
+	var rm metricdata.ResourceMetrics
+	if err := readers[name].Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != otelqueue.MetricReconcileResults {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				if r, _ := dp.Attributes.Value(otelqueue.AttrResult); r.AsString() == otelqueue.ResultSuccess && dp.Value >= int64(ops) {
+					return
+				}
+			}
+		}
+	}
+	t.Errorf("%s: no %s{result=success} >= %d: the Runner's results are not reported", name, otelqueue.MetricReconcileResults, ops)
 }
 
 // plainThroughput adapts a queue constructor to throughputVariant.start with
@@ -141,6 +192,9 @@ type throughputRun struct {
 	mu      sync.Mutex
 	refill  sync.Cond
 	waiting atomic.Int32
+
+	// cancel stops the workers of a variant that runs its own (run).
+	cancel context.CancelFunc
 }
 
 // newThroughputRun starts the workers and the producers of a run of items
@@ -160,9 +214,20 @@ func newThroughputRun(q throughputQueue, workers, items int) *throughputRun {
 		r.index[k] = i
 	}
 	r.busy = make([]atomic.Bool, len(keys))
-	for range workers {
+	if q.run != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancel = cancel
 		r.workers.Add(1)
-		go r.work()
+		go func() {
+			defer r.workers.Done()
+			<-r.start
+			q.run(ctx, workers, r.itemDone)
+		}()
+	} else {
+		for range workers {
+			r.workers.Add(1)
+			go r.work()
+		}
 	}
 	for p := range throughputProducers {
 		n := items / throughputProducers
@@ -198,6 +263,9 @@ func (r *throughputRun) run(timeout time.Duration) error {
 // leave.
 func (r *throughputRun) stop() {
 	r.producers.Wait()
+	if r.cancel != nil {
+		r.cancel()
+	}
 	r.q.shutDown()
 	r.workers.Wait()
 }
@@ -241,21 +309,27 @@ func (r *throughputRun) work() {
 			return
 		}
 		r.q.done(k)
-		r.busy[r.index[k]].Store(false)
-		n := r.processed.Add(1)
-		if n == int64(r.items) {
-			close(r.finished)
-		} else if n > int64(r.items) {
-			select {
-			case r.failed <- fmt.Errorf("processed %d items, more than the %d added", n, r.items):
-			default:
-			}
+		r.itemDone(k)
+	}
+}
+
+// itemDone does the bookkeeping of one key processed: it frees the key for
+// its producer, counts it, and wakes the producers when they wait.
+func (r *throughputRun) itemDone(k string) {
+	r.busy[r.index[k]].Store(false)
+	n := r.processed.Add(1)
+	if n == int64(r.items) {
+		close(r.finished)
+	} else if n > int64(r.items) {
+		select {
+		case r.failed <- fmt.Errorf("processed %d items, more than the %d added", n, r.items):
+		default:
 		}
-		if r.waiting.Load() > 0 && r.added.Load()-n <= throughputDepth/2 {
-			r.mu.Lock()
-			r.refill.Broadcast()
-			r.mu.Unlock()
-		}
+	}
+	if r.waiting.Load() > 0 && r.added.Load()-n <= throughputDepth/2 {
+		r.mu.Lock()
+		r.refill.Broadcast()
+		r.mu.Unlock()
 	}
 }
 
