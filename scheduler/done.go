@@ -6,8 +6,9 @@ import (
 )
 
 // ProcessingContext returns the context key is being processed in (the
-// Item.Context of its run in flight), and false when key is not in flight.
-// It lets code that receives only the key from a plain Get, such as
+// context the Observer's Dequeued returned for its run in flight), and false
+// when key is not in flight, when no Observer saw its run, or while Dequeued
+// has not returned yet. It lets code that receives only the key from a plain Get, such as
 // controller-runtime's controller, find the span of the run.
 func (s *Scheduler[K]) ProcessingContext(key K) (context.Context, bool) {
 	s.mu.Lock()
