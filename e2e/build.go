@@ -31,6 +31,9 @@ type Tool struct {
 	// EnvOverride names an environment variable that, when set, gives the
 	// path of a prebuilt binary to use instead.
 	EnvOverride string
+	// LDFlags, when not empty, is passed to go build as -ldflags (for
+	// example the version a binary reports).
+	LDFlags string
 	// Hint is printed before a cold build (how long it takes, how much memory).
 	Hint string
 }
@@ -53,6 +56,15 @@ func ModuleDir() (string, error) {
 		return "", errors.New("cannot locate the e2e module: not inside a Go module")
 	}
 	return filepath.Dir(gomod), nil
+}
+
+// BinDir returns where built binaries are cached: $OTELQUEUE_E2E_BIN_DIR,
+// or .bin in the e2e module at moduleDir.
+func BinDir(moduleDir string) string {
+	if dir := os.Getenv("OTELQUEUE_E2E_BIN_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join(moduleDir, ".bin")
 }
 
 // Build returns the path of the tool's binary, building it if no binary for
@@ -95,7 +107,11 @@ func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, 
 
 	fmt.Fprintf(log, "e2e: %s: building %s in %s (%s)\n", t.Name, t.Package, t.ModuleDir, t.Hint)
 	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, t.Package)
+	args := []string{"build", "-o", tmp}
+	if t.LDFlags != "" {
+		args = append(args, "-ldflags", t.LDFlags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, t.Package)...)
 	cmd.Dir = t.ModuleDir
 	cmd.Env = buildEnv()
 	cmd.SysProcAttr = sysProcAttr() // the build dies with the test binary
@@ -128,7 +144,8 @@ func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, 
 				"so run again, with a longer go test -timeout (a cold build of Jaeger takes minutes)",
 				t.Name, time.Since(start).Round(time.Second), ctx.Err())
 		}
-		return "", fmt.Errorf("%s: go build %s: %w\n%s", t.Name, t.Package, err, tail(out.String(), 40))
+		return "", fmt.Errorf("%s: go build %s (in %s) failed after %s: %w; the last lines of its output:\n%s",
+			t.Name, t.Package, t.ModuleDir, time.Since(start).Round(time.Second), err, tail(out.String(), 40))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
@@ -146,7 +163,7 @@ func (t Tool) cacheKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env: %w", err)
 	}
-	fmt.Fprintf(h, "tool %s %s\n%s", t.Name, t.Package, out)
+	fmt.Fprintf(h, "tool %s %s\nldflags %q\n%s", t.Name, t.Package, t.LDFlags, out)
 	var files []string
 	err = filepath.WalkDir(t.ModuleDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

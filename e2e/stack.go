@@ -82,10 +82,7 @@ func FindBinaries(ctx context.Context, log io.Writer) (Binaries, error) {
 	if err != nil {
 		return b, err
 	}
-	binDir := os.Getenv("OTELQUEUE_E2E_BIN_DIR")
-	if binDir == "" {
-		binDir = filepath.Join(dir, ".bin")
-	}
+	binDir := BinDir(dir)
 	jt, ct := Tools(dir)
 	// One at a time: each build already uses every core, and Jaeger's alone
 	// peaks at ~2.3 GB.
