@@ -96,6 +96,12 @@ func (w *Workload) Seed(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("seeding stopped after %d of %d ConfigMaps: %w", i, w.Objects, ctx.Err())
 			}
+			if apierrors.IsNotFound(err) {
+				// A create finds nothing only when the namespace is
+				// missing; the fake cluster never says so.
+				return fmt.Errorf("namespace %q does not exist in the %s: create it (kubectl create namespace %s) or name another with -namespace: %w",
+					w.Namespace, c.Where, w.Namespace, err)
+			}
 			return fmt.Errorf("creating ConfigMap %s/%s: %w", w.Namespace, cm.Name, err)
 		}
 	}
