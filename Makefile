@@ -2,8 +2,13 @@
 #
 #   make test    gofmt and staticcheck (make lint), unit tests of every module
 #                with -race, the consumer test (release/), the fuzz seeds plus
-#                a short fuzz run, the Prometheus rules' unit tests, and the
-#                end-to-end suite (e2e/)
+#                a short fuzz run, the Prometheus rules' unit tests, the
+#                control-plane suite (make test-apiserver) and the end-to-end
+#                suite (e2e/)
+#   make test-apiserver   the tests that need a real kube-apiserver and etcd
+#                (controllerruntime's TestAPIServer*, e2e/apiserver), on
+#                binaries built from the Go module proxy or $KUBEBUILDER_ASSETS
+#   make controlplane     build (or find) those binaries and print their directory
 #   make lint    gofmt -l and staticcheck over every module
 #   make rules   promtool check and unit tests of example/prometheus/rules.yml
 #   make release VERSION=vX.Y.Z   set that version everywhere, test it, print the tags
@@ -39,10 +44,15 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LINT_MODULES := $(MODULES) e2e release
 # Cold builds of Jaeger and the collector take several minutes.
 E2E_TIMEOUT ?= 45m
+# A cold build of kube-apiserver takes about 11 minutes on 2 cores.
+APISERVER_TIMEOUT ?= 45m
+# Prints the directory of kube-apiserver and etcd: $KUBEBUILDER_ASSETS when
+# set, otherwise both built from the Go module proxy and cached in e2e/.bin.
+CONTROLPLANE = (cd e2e && $(GO) run ./cmd/controlplane)
 
-.PHONY: test deps unit consumer fuzz rules e2e bench demo demo-controller-runtime stack vet lint release
+.PHONY: test deps unit consumer fuzz rules e2e test-apiserver controlplane bench demo demo-controller-runtime stack vet lint release
 
-test: deps vet lint rules unit consumer fuzz e2e
+test: deps vet lint rules unit consumer fuzz test-apiserver e2e
 
 # What the end-to-end suite needs from Debian and a fresh machine lacks.
 deps:
@@ -59,8 +69,28 @@ deps:
 vet:
 	@for m in $(MODULES) e2e release; do echo "== go vet ($$m)"; (cd $$m && $(GO) vet ./...) || exit 1; done
 
+# The tests on a real control plane are test-apiserver's.
 unit:
-	@for m in $(MODULES); do echo "== go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+	@for m in $(MODULES); do echo "== go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -skip '^TestAPIServer' ./...) || exit 1; done
+
+controlplane:
+	@$(CONTROLPLANE)
+
+# The tests on a real kube-apiserver and etcd, started on 127.0.0.1 by
+# envtest: controllerruntime's integration tests on a real cache, and the
+# two examples run with -kubeconfig (e2e/apiserver, which prints a table of
+# the examples on the real control plane and on the fake cluster). A missing
+# binary fails them here rather than skipping them.
+test-apiserver:
+	@assets=$$($(CONTROLPLANE)) || exit 1; \
+	export KUBEBUILDER_ASSETS="$$assets" OTELQUEUE_REQUIRE_APISERVER=1; \
+	echo "== go test -race -run '^TestAPIServer' (controllerruntime, KUBEBUILDER_ASSETS=$$assets)"; \
+	(cd controllerruntime && $(GO) test -race -count=1 -run '^TestAPIServer' ./...) || exit 1; \
+	echo "== go test -race (e2e/apiserver)"; \
+	mkdir -p e2e/.results && cd e2e && \
+	OTELQUEUE_E2E_REPORT=$(CURDIR)/e2e/.results/apiserver.md $(GO) test -race -count=1 -timeout $(APISERVER_TIMEOUT) ./apiserver/... && \
+	echo "== the examples on the real control plane and on the fake cluster (e2e/.results/apiserver.md)" && \
+	cat .results/apiserver.md
 
 # gofmt over every Go file git tracks or would track (so not the module
 # cache of a CI that keeps it in the tree), then staticcheck per module.
@@ -94,7 +124,7 @@ rules: deps
 # The real stack on loopback: Jaeger and a collector built from the Go module
 # proxy (cached in e2e/.bin), Debian's Prometheus, and the example app.
 e2e:
-	cd e2e && $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) ./...
+	cd e2e && $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/apiserver$$')
 
 # The test binary is built once and run COUNT times, each round running
 # every benchmark once (go test -count would run each one COUNT times in a

@@ -1,0 +1,22 @@
+// Package apiserver runs otelqueue's two example controllers against a real
+// Kubernetes control plane: kube-apiserver and etcd, built from the Go module
+// proxy by [e2e.ControlPlaneAssets] (or taken from KUBEBUILDER_ASSETS) and
+// started on 127.0.0.1 by controller-runtime's envtest.
+//
+// Its tests check, on the real API server, what the examples' fake-cluster
+// tests check (reconciles succeed, the workload's writes keep their rate,
+// the traceparent annotation reaches the objects and the attempts link to
+// it, exemplars carry trace ids, a stop logs no error); run each example
+// with the same flags on its embedded fake cluster and report both side by
+// side; and start a second API server whose API Priority and Fairness
+// rejects the example's requests with 429, to record what the example and
+// otelqueue's signals show then. The table goes to stderr and, with
+// OTELQUEUE_E2E_REPORT set, to that file.
+//
+// make test-apiserver runs it (make test does too). Environment:
+//
+//	KUBEBUILDER_ASSETS        use the kube-apiserver and etcd in this directory
+//	OTELQUEUE_E2E_BIN_DIR     where built binaries are cached (default <e2e>/.bin)
+//	OTELQUEUE_E2E_REPORT      also write the fake-versus-real table to this file
+//	OTELQUEUE_E2E_KEEP=1      keep the temporary directory (kubeconfigs, logs)
+package apiserver

@@ -1,0 +1,148 @@
+package apiserver
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/otelqueue/otelqueue/e2e"
+)
+
+// Shared by the tests of the package: the control plane every test uses,
+// the examples' binaries, and the directory holding their files.
+var (
+	shared   *plane
+	examples []example
+	tmpDir   string
+	report   = &table{}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "apiserver: -short: skipping the control-plane tests (they start kube-apiserver and etcd)")
+		return 0
+	}
+	// envtest logs through controller-runtime's logger, which complains
+	// with a stack trace when it was never set.
+	logf.SetLogger(logr.Discard())
+
+	// A cold build of kube-apiserver takes minutes: building gets the test
+	// timeout minus what the tests need.
+	ctx, cancel := context.WithTimeout(context.Background(), startBudget())
+	defer cancel()
+	var err error
+	if tmpDir, err = os.MkdirTemp("", "otelqueue-apiserver-"); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		return 1
+	}
+	defer func() {
+		if code != 0 || os.Getenv("OTELQUEUE_E2E_KEEP") == "1" {
+			fmt.Fprintf(os.Stderr, "apiserver: kept %s (kubeconfigs, control-plane and example logs)\n", tmpDir)
+			return
+		}
+		os.RemoveAll(tmpDir)
+	}()
+
+	moduleDir, err := e2e.ModuleDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		return 1
+	}
+	assets, err := e2e.ControlPlaneAssets(ctx, e2e.BinDir(moduleDir), os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver: cannot get the control plane's binaries:", err)
+		return 1
+	}
+	if examples, err = buildExamples(ctx, filepath.Dir(moduleDir)); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		return 1
+	}
+	start := time.Now()
+	if shared, err = startPlane("shared", assets, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver:", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "apiserver: control plane %s up at %s in %s\n", shared.version, shared.admin.Host, time.Since(start).Round(time.Millisecond))
+	planeAssets = assets
+
+	code = m.Run()
+	if err := stopPlanes(); err != nil {
+		fmt.Fprintln(os.Stderr, "apiserver: stopping the control planes:", err)
+		code = 1
+	}
+	report.print(os.Stderr)
+	if path := os.Getenv("OTELQUEUE_E2E_REPORT"); path != "" {
+		if err := report.write(path); err != nil {
+			fmt.Fprintln(os.Stderr, "apiserver:", err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "apiserver: goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// planeAssets is the directory of kube-apiserver and etcd, for the tests
+// that start a control plane of their own.
+var planeAssets string
+
+// testsBudget is what the tests need once the control plane runs.
+const testsBudget = 8 * time.Minute
+
+// startBudget is how long building the binaries may take: the go test
+// -timeout minus testsBudget (at least a minute), or 45 minutes without a
+// timeout.
+func startBudget() time.Duration {
+	timeout := 45*time.Minute + testsBudget
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if d, ok := g.Get().(time.Duration); ok && d > 0 {
+				timeout = d
+			}
+		}
+	}
+	return max(timeout-testsBudget, time.Minute)
+}
+
+// example is one of the two example controllers, built from this checkout.
+type example struct {
+	name string // as the table shows it
+	bin  string
+}
+
+// buildExamples builds example/app (root module) and
+// controllerruntime/example (its own module) into tmpDir.
+func buildExamples(ctx context.Context, repo string) ([]example, error) {
+	var out []example
+	for _, b := range []struct{ name, dir, pkg string }{
+		{"app", repo, "./example/app"},
+		{"controller-runtime", filepath.Join(repo, "controllerruntime"), "./example"},
+	} {
+		bin := filepath.Join(tmpDir, "example-"+b.name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, b.pkg)
+		cmd.Dir = b.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building %s in %s: %v\n%s", b.pkg, b.dir, err, out)
+		}
+		out = append(out, example{name: b.name, bin: bin})
+	}
+	return out, nil
+}

@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// throttled names the API Priority and Fairness objects, user and group of
+// the throttled runs.
+const throttled = "otelqueue-throttled"
+
+// TestExamplesThrottledByAPIServer runs each example at its default flags
+// against an API server of its own that rejects the example's requests
+// beyond one at a time with 429 Too Many Requests: a priority level with
+// one seat and no queue (a server concurrency limit of 2,
+// --max-requests-inflight=1 and --max-mutating-requests-inflight=1, shared
+// by shares) and a FlowSchema that puts the example's user in it. It checks
+// that the server did reject requests, and records what the examples and
+// otelqueue's signals show then.
+func TestExamplesThrottledByAPIServer(t *testing.T) {
+	p, err := startPlane("throttled", planeAssets, map[string]string{
+		"max-requests-inflight":          "1",
+		"max-mutating-requests-inflight": "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			t.Errorf("stopping the throttled control plane: %v", err)
+		}
+	})
+	limitToOneSeat(t, p)
+
+	for _, ex := range examples {
+		t.Run(ex.name, func(t *testing.T) {
+			ns := p.namespace(t, "otelqueue-"+ex.name)
+			kubeconfig := p.kubeconfig(t, throttled, throttled)
+			before := rejected(t, p)
+			m := measureThrottled(t, ex, p.name, "-kubeconfig", kubeconfig, "-namespace", ns, "-generate")
+			n := rejected(t, p) - before
+			if n == 0 {
+				t.Fatalf("%s: the API server rejected none of the example's requests: the test provoked nothing", ex.name)
+			}
+			t.Logf("%s: %d requests rejected with 429; %s", ex.name, n, m.describe())
+			report.add(m.row(ex.name, "kube-apiserver "+p.version+", 1 seat, 429s",
+				fmt.Sprintf("%d requests rejected with 429 over the run", n)))
+		})
+	}
+}
+
+// limitToOneSeat creates the priority level (one nominal share of a server
+// limit of 2 seats: 1 seat, nothing lent or borrowed, rejecting rather than
+// queueing) and the FlowSchema that sends the throttled group's requests
+// to it, ahead of every default schema but exempt.
+func limitToOneSeat(t *testing.T, p *plane) {
+	t.Helper()
+	ctx := context.Background()
+	fc := p.client.FlowcontrolV1()
+	_, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: throttled},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr.To[int32](1),
+				LendablePercent:          ptr.To[int32](0),
+				BorrowingLimitPercent:    ptr.To[int32](0),
+				LimitResponse:            flowcontrolv1.LimitResponse{Type: flowcontrolv1.LimitResponseTypeReject},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the priority level: %v", err)
+	}
+	_, err = fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: throttled},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: throttled},
+			MatchingPrecedence:         100,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup, Group: &flowcontrolv1.GroupSubject{Name: throttled}}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, ClusterScope: true, Namespaces: []string{"*"},
+				}},
+				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the FlowSchema: %v", err)
+	}
+}
+
+// rejected returns the requests the throttled priority level rejected so
+// far, from the API server's own metrics.
+func rejected(t *testing.T, p *plane) int {
+	t.Helper()
+	text, err := p.metrics(context.Background())
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	n := 0
+	for _, s := range parseScrape(text).samples {
+		if s.name == "apiserver_flowcontrol_rejected_requests_total" && s.labels["priority_level"] == throttled {
+			n += int(s.value)
+		}
+	}
+	return n
+}
+
+// measureThrottled is measure without the checks a healthy run passes: it
+// records what the run showed.
+func measureThrottled(t *testing.T, ex example, where string, args ...string) *measured {
+	t.Helper()
+	return measureWith(t, ex, where, nil, args...)
+}
