@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
@@ -32,38 +31,32 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
-// forController is a running manager on the fake clientset cs whose
-// controller was wired by a test, with ObjectLinkSource over the manager's
-// cache for ConfigMaps.
+// forController is a running manager on a cluster whose controller was
+// wired by a test, with ObjectLinkSource over the manager's cache for
+// ConfigMaps.
 type forController struct {
-	cs   *fake.Clientset
+	c    *cluster
 	tel  *telemetry
 	name string
 }
 
-// startForController starts a manager whose cache is served by a fake
-// clientset, with one controller named name: builder.ControllerManagedBy,
-// Named, the queue of controllerruntime.New with ObjectLinkSource(cache,
-// ConfigMap), then whatever wire adds (For, Owns, Watches), and a reconciler
-// that does nothing. The manager stops when the test ends.
-func startForController(t *testing.T, name string, wire func(*builder.Builder, manager.Manager) *builder.Builder) *forController {
+// startForController starts a manager on c with one controller named name:
+// builder.ControllerManagedBy, Named, the queue of controllerruntime.New
+// with ObjectLinkSource(cache, ConfigMap), then whatever wire adds (For,
+// Owns, Watches), and a reconciler that does nothing. The manager stops
+// when the test ends.
+func startForController(t *testing.T, c *cluster, name string, wire func(*builder.Builder, manager.Manager) *builder.Builder) *forController {
 	t.Helper()
 	tel := newTelemetry(t)
-	fc := &forController{cs: fake.NewClientset(), tel: tel, name: name}
-	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, fakecluster.ManagerOptions(fc.cs, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	}))
-	if err != nil {
-		t.Fatalf("manager.New: %v", err)
-	}
+	fc := &forController{c: c, tel: tel, name: name}
+	mgr := c.newManager(t, manager.Options{})
 	src := controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{},
 		otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
 	otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp), otelqueue.WithLinkSource(src))
 	b := builder.ControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{NewQueue: otq.NewQueue, SkipNameValidation: ptr.To(true)})
-	err = wire(b, mgr).Complete(otq.Reconciler(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+	err := wire(b, mgr).Complete(otq.Reconciler(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	})))
 	if err != nil {
@@ -100,31 +93,42 @@ func (fc *forController) traced(t *testing.T, what string, write func(ctx contex
 	return span.SpanContext()
 }
 
-// createConfigMap creates default/name with annotations; with a traced ctx,
-// InjectTraceparent adds the writer's traceparent.
-func (fc *forController) createConfigMap(ctx context.Context, name string, annotations map[string]string) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Annotations: annotations}}
+// createConfigMap creates name in the test's namespace with annotations
+// and returns it as the cluster stored it; with a traced ctx,
+// InjectTraceparent adds the writer's traceparent. It asks for the UID
+// uid-<name>, which the fake keeps and the API server replaces by its own
+// (TestAPIServerObjectIdentity): use the returned object's.
+func (fc *forController) createConfigMap(ctx context.Context, name string, annotations map[string]string) (*corev1.ConfigMap, error) {
+	ns := fc.c.namespace
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Annotations: annotations}}
 	otelqueue.InjectTraceparent(ctx, cm)
-	_, err := fc.cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+	return fc.c.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+}
+
+// create is createConfigMap for a test that needs no more than the error.
+func (fc *forController) create(ctx context.Context, name string, annotations map[string]string) error {
+	_, err := fc.createConfigMap(ctx, name, annotations)
 	return err
 }
 
-// roots waits until n attempts of default/name have ended and returns their
-// root spans in the order they ended.
+// roots waits until n attempts of the object called name (in the test's
+// namespace) have ended and returns their root spans in the order they
+// ended.
 func (fc *forController) roots(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
+	key := fc.c.key(name)
 	var out []sdktrace.ReadOnlySpan
-	testutil.WaitFor(t, "attempts of default/"+name, func() bool {
+	testutil.WaitFor(t, "attempts of "+key, func() bool {
 		out = out[:0]
 		for _, s := range testutil.SpansNamed(fc.tel.sr.Ended(), "process "+fc.name) {
-			if attr(s, string(otelqueue.AttrKey)) == "default/"+name {
+			if attr(s, string(otelqueue.AttrKey)) == key {
 				out = append(out, s)
 			}
 		}
 		return len(out) >= n
 	})
 	if len(out) != n {
-		t.Fatalf("%d attempts of default/%s, want %d", len(out), name, n)
+		t.Fatalf("%d attempts of %s, want %d", len(out), key, n)
 	}
 	return out
 }
@@ -172,23 +176,31 @@ func invalidTraceparents(t *testing.T, tel *telemetry) int64 {
 // write links to the writer; an object without the annotation, one with a
 // malformed annotation (counted), and a deleted object give no link and no
 // error.
-func TestObjectLinkSourceFor(t *testing.T) {
+func TestObjectLinkSourceFor(t *testing.T) { testObjectLinkSourceFor(t, fakeCluster(t)) }
+
+// TestAPIServerObjectLinkSourceFor is TestObjectLinkSourceFor on a real API
+// server: the cache's informers list and watch kube-apiserver.
+func TestAPIServerObjectLinkSourceFor(t *testing.T) {
+	testObjectLinkSourceFor(t, apiServerCluster(t))
+}
+
+func testObjectLinkSourceFor(t *testing.T, c *cluster) {
 	testutil.NoOTelErrors(t)
-	fc := startForController(t, "for-configmaps", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
+	fc := startForController(t, c, "for-configmaps", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
 		return b.For(&corev1.ConfigMap{})
 	})
 
 	writer := fc.traced(t, "create settings", func(ctx context.Context) error {
-		return fc.createConfigMap(ctx, "settings", nil)
+		return fc.create(ctx, "settings", nil)
 	})
 	assertLinked(t, fc.roots(t, "settings", 1)[0], link{writer, "lookup"})
 
-	if err := fc.createConfigMap(context.Background(), "plain", nil); err != nil {
+	if err := fc.create(context.Background(), "plain", nil); err != nil {
 		t.Fatal(err)
 	}
 	assertLinked(t, fc.roots(t, "plain", 1)[0])
 
-	if err := fc.createConfigMap(context.Background(), "broken", map[string]string{otelqueue.TraceparentAnnotation: "00-not-a-traceparent"}); err != nil {
+	if err := fc.create(context.Background(), "broken", map[string]string{otelqueue.TraceparentAnnotation: "00-not-a-traceparent"}); err != nil {
 		t.Fatal(err)
 	}
 	assertLinked(t, fc.roots(t, "broken", 1)[0])
@@ -197,9 +209,9 @@ func TestObjectLinkSourceFor(t *testing.T) {
 	}
 
 	// Deleted: the attempt that the delete causes finds nothing in the cache.
-	gone := fc.traced(t, "create gone", func(ctx context.Context) error { return fc.createConfigMap(ctx, "gone", nil) })
+	gone := fc.traced(t, "create gone", func(ctx context.Context) error { return fc.create(ctx, "gone", nil) })
 	assertLinked(t, fc.roots(t, "gone", 1)[0], link{gone, "lookup"})
-	if err := fc.cs.CoreV1().ConfigMaps("default").Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
+	if err := c.cs.CoreV1().ConfigMaps(c.namespace).Delete(context.Background(), "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	assertLinked(t, fc.roots(t, "gone", 2)[1])
@@ -211,7 +223,19 @@ func TestObjectLinkSourceFor(t *testing.T) {
 // Secrets with WithTraceContext(EnqueueRequestForOwner) instead links to
 // both: the Secret's writer through the enqueue, the owner's through the
 // lookup.
-func TestObjectLinkSourceOwns(t *testing.T) {
+func TestObjectLinkSourceOwns(t *testing.T) { testObjectLinkSourceOwns(t, fakeCluster) }
+
+// TestAPIServerObjectLinkSourceOwns is TestObjectLinkSourceOwns on a real
+// API server, which validates the owner reference (the owner's UID is the
+// one it assigned); no garbage collector runs there, nor on the fake.
+func TestAPIServerObjectLinkSourceOwns(t *testing.T) {
+	apiServerConfig(t) // skips here, rather than in each case
+	testObjectLinkSourceOwns(t, apiServerCluster)
+}
+
+// testObjectLinkSourceOwns runs each case on a cluster of its own, from
+// newCluster.
+func testObjectLinkSourceOwns(t *testing.T, newCluster func(testing.TB) *cluster) {
 	for _, tc := range []struct {
 		name string
 		wire func(*builder.Builder, manager.Manager) *builder.Builder
@@ -228,18 +252,23 @@ func TestObjectLinkSourceOwns(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testutil.NoOTelErrors(t)
-			fc := startForController(t, "owns", tc.wire)
-			owner := fc.traced(t, "create owner", func(ctx context.Context) error { return fc.createConfigMap(ctx, "app", nil) })
+			c := newCluster(t)
+			fc := startForController(t, c, "owns", tc.wire)
+			var app *corev1.ConfigMap
+			owner := fc.traced(t, "create owner", func(ctx context.Context) (err error) {
+				app, err = fc.createConfigMap(ctx, "app", nil)
+				return err
+			})
 			assertLinked(t, fc.roots(t, "app", 1)[0], link{owner, "lookup"})
 
 			secretWriter := fc.traced(t, "create secret", func(ctx context.Context) error {
-				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app-secret",
+				s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: "app-secret",
 					OwnerReferences: []metav1.OwnerReference{{
-						APIVersion: "v1", Kind: "ConfigMap", Name: "app", UID: "uid-app",
+						APIVersion: "v1", Kind: "ConfigMap", Name: "app", UID: app.UID,
 						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 					}}}}
 				otelqueue.InjectTraceparent(ctx, s)
-				_, err := fc.cs.CoreV1().Secrets("default").Create(ctx, s, metav1.CreateOptions{})
+				_, err := c.cs.CoreV1().Secrets(c.namespace).Create(ctx, s, metav1.CreateOptions{})
 				return err
 			})
 			second := fc.roots(t, "app", 2)[1]
@@ -258,10 +287,10 @@ func TestObjectLinkSourceOwns(t *testing.T) {
 // a second time.
 func TestObjectLinkSourceDeduplicates(t *testing.T) {
 	testutil.NoOTelErrors(t)
-	fc := startForController(t, "dedup", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
+	fc := startForController(t, fakeCluster(t), "dedup", func(b *builder.Builder, _ manager.Manager) *builder.Builder {
 		return b.Watches(&corev1.ConfigMap{}, controllerruntime.EnqueueRequestForObject())
 	})
-	writer := fc.traced(t, "create settings", func(ctx context.Context) error { return fc.createConfigMap(ctx, "settings", nil) })
+	writer := fc.traced(t, "create settings", func(ctx context.Context) error { return fc.create(ctx, "settings", nil) })
 	assertLinked(t, fc.roots(t, "settings", 1)[0], link{writer, "enqueue"})
 }
 

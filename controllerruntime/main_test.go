@@ -11,6 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
 )
@@ -23,7 +24,12 @@ func TestMain(m *testing.M) {
 	// controller-runtime complains, with a stack trace, when its global
 	// logger is used before being set.
 	logf.SetLogger(logr.Discard())
-	testutil.Main(m)
+	// testutil.Main (goleak.VerifyTestMain), with a step between the tests
+	// and goleak's look for goroutines left behind: stopping the API server
+	// that TestAPIServer tests may have started (apiserver_test.go), whose
+	// clients' connections end with it. testutil.Main takes a *testing.M,
+	// which leaves no room for that step.
+	goleak.VerifyTestMain(runThenStop{m: m, stop: stopAPIServer})
 }
 
 // telemetry is the real SDK: spans kept by a SpanRecorder, metrics read by

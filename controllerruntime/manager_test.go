@@ -1,8 +1,10 @@
 package controllerruntime_test
 
-// These tests run a real controller-runtime manager with no API server: the
-// rest.Config points at a closed port, the metrics and health servers are
-// off, and events come from a source.Channel, so nothing ever dials out.
+// These tests run a real controller-runtime manager whose events come from a
+// source.Channel, with the metrics and health servers off. By default the
+// manager is on the fake cluster, whose rest.Config points at a closed port,
+// so nothing ever dials out; the TestAPIServer variants put it on a real
+// API server (startOnCluster).
 
 import (
 	"context"
@@ -22,7 +24,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -31,7 +32,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -76,6 +76,8 @@ type running struct {
 
 // startConfig is what startOptions change in startController.
 type startConfig struct {
+	// cluster is where the manager runs; by default a new fake cluster.
+	cluster *cluster
 	// controller is the manager's default controller configuration.
 	controller config.Controller
 	// options returns the controller's Options; by default NewQueue set to
@@ -85,8 +87,13 @@ type startConfig struct {
 
 type startOption func(*startConfig)
 
-// startController starts a manager (no API server) with one controller
-// named name, built by builder.ControllerManagedBy with the Controller's
+// startOnCluster runs startController's manager on c.
+func startOnCluster(c *cluster) startOption {
+	return func(sc *startConfig) { sc.cluster = c }
+}
+
+// startController starts a manager (on the fake cluster unless an option
+// says otherwise) with one controller named name, built by builder.ControllerManagedBy with the Controller's
 // NewQueue and wrapped reconciler, watching a channel through
 // EnqueueRequestForObject. The manager stops when the test ends.
 func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reconciler, opts ...startOption) *running {
@@ -97,20 +104,18 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 	for _, o := range opts {
 		o(&sc)
 	}
-	run := &running{events: make(chan event.GenericEvent), logs: new(logLines)}
-	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		Logger:                 funcr.New(run.logs.add, funcr.Options{}),
-		Controller:             sc.controller,
-	})
-	if err != nil {
-		t.Fatalf("manager.New: %v", err)
+	if sc.cluster == nil {
+		sc.cluster = fakeCluster(t)
 	}
+	run := &running{events: make(chan event.GenericEvent), logs: new(logLines)}
+	mgr := sc.cluster.newManager(t, manager.Options{
+		LeaderElection: false,
+		Logger:         funcr.New(run.logs.add, funcr.Options{}),
+		Controller:     sc.controller,
+	})
 	run.otq = controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
 	handler := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
-	err = builder.ControllerManagedBy(mgr).
+	err := builder.ControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(sc.options(mgr, run.otq)).
 		WatchesRawSource(source.Channel(run.events, handler)).
@@ -167,10 +172,16 @@ func attr(s sdktrace.ReadOnlySpan, key string) string {
 // TestManagerTrace follows one event through a real manager: the reconcile
 // trace, its link to the object's writer, the reconciler's ctx, the
 // exemplar, and the metric names in both Prometheus registries.
-func TestManagerTrace(t *testing.T) {
+func TestManagerTrace(t *testing.T) { testManagerTrace(t, fakeCluster(t)) }
+
+// TestAPIServerManagerTrace is TestManagerTrace with the manager on a real
+// API server, and the event's object as that server stored it.
+func TestAPIServerManagerTrace(t *testing.T) { testManagerTrace(t, apiServerCluster(t)) }
+
+func testManagerTrace(t *testing.T, c *cluster) {
 	testutil.NoOTelErrors(t)
 	tel, reg := newPromTelemetry(t)
-	const name = "configmaps"
+	name := c.controllerName("configmaps")
 
 	type seen struct {
 		req         reconcile.Request
@@ -183,13 +194,18 @@ func TestManagerTrace(t *testing.T) {
 		logf.FromContext(ctx).Info("reconciled by the test")
 		done <- seen{req: req, cancellable: ctx.Done() != nil}
 		return reconcile.Result{}, nil
-	}))
+	}), startOnCluster(c))
 
 	cm, writer := writeConfigMap(t, tel, "settings")
+	cm.Namespace = c.namespace
+	cm, err := c.cs.CoreV1().ConfigMaps(c.namespace).Create(context.Background(), cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	run.send(t, cm)
 	got := testutil.Receive(t, done, "the reconcile")
-	if got.req.Namespace != "default" || got.req.Name != "settings" {
-		t.Errorf("reconciled %v, want default/settings", got.req)
+	if got.req.String() != c.key("settings") {
+		t.Errorf("reconciled %v, want %s", got.req, c.key("settings"))
 	}
 	if !got.cancellable {
 		t.Error("the reconciler's ctx lost the controller's cancellation")
@@ -217,8 +233,8 @@ func TestManagerTrace(t *testing.T) {
 	if !linked {
 		t.Errorf("root span links %v, want one to the writer %v", root.Links(), writer)
 	}
-	if got := attr(root, string(otelqueue.AttrKey)); got != "default/settings" {
-		t.Errorf("root span key = %q, want default/settings", got)
+	if got := attr(root, string(otelqueue.AttrKey)); got != c.key("settings") {
+		t.Errorf("root span key = %q, want %s", got, c.key("settings"))
 	}
 
 	children := childrenOf(spans, root.SpanContext())

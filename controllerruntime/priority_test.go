@@ -12,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -21,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -99,23 +96,31 @@ func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
 // priority, and a change made while the only worker is busy is reconciled
 // before the rest of that list; the depth is reported by priority; the
 // changed object's reconcile still links to its writer.
-func TestManagerPriorities(t *testing.T) {
+func TestManagerPriorities(t *testing.T) { testManagerPriorities(t, fakeCluster(t)) }
+
+// TestAPIServerManagerPriorities is TestManagerPriorities with the informer
+// over a real API server, and the manager on it.
+func TestAPIServerManagerPriorities(t *testing.T) {
+	testManagerPriorities(t, apiServerCluster(t))
+}
+
+func testManagerPriorities(t *testing.T, c *cluster) {
 	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
-	const name = "prioritized"
+	name := c.controllerName("prioritized")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
 	var initial []string
-	cs := fake.NewClientset()
+	cms := c.cs.CoreV1().ConfigMaps(c.namespace)
 	for i := range 6 {
 		n := "initial-" + strconv.Itoa(i)
 		initial = append(initial, n)
-		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: n}}, metav1.CreateOptions{}); err != nil {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: n}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(c.cs, 0, informers.WithNamespace(c.namespace))
 	informer := factory.Core().V1().ConfigMaps().Informer()
 
 	var (
@@ -138,16 +143,10 @@ func TestManagerPriorities(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 
-	mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		t.Fatalf("manager.New: %v", err)
-	}
+	mgr := c.newManager(t, manager.Options{})
 	otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
 	h := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
-	err = builder.ControllerManagedBy(mgr).
+	err := builder.ControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
 		WatchesRawSource(&source.Informer{Informer: informer, Handler: h}).
@@ -185,19 +184,26 @@ func TestManagerPriorities(t *testing.T) {
 		changed = initial[0]
 	}
 	wctx, span := tel.tp.Tracer("test/writer").Start(ctx, "update configmap")
-	cm, err := cs.CoreV1().ConfigMaps("default").Get(wctx, changed, metav1.GetOptions{})
+	cm, err := cms.Get(wctx, changed, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data = map[string]string{"changed": "yes"}
-	cm.ResourceVersion = "2" // the fake clientset keeps what it is given
+	if !c.real {
+		// The fake clientset keeps the resourceVersion it is given and sets
+		// none, so without this the update would look like a resync (same
+		// version), which is enqueued at low priority. The API server sets a
+		// new one itself, and rejects a made-up one
+		// (TestAPIServerResourceVersion).
+		cm.ResourceVersion = "2"
+	}
 	otelqueue.InjectTraceparent(wctx, cm)
-	if _, err := cs.CoreV1().ConfigMaps("default").Update(wctx, cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := cms.Update(wctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	writer := span.SpanContext()
 	span.End()
-	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "created"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: "created"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 

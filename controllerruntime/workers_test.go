@@ -24,7 +24,18 @@ import (
 // controller-runtime's own controller_runtime_max_concurrent_reconciles,
 // whether the count is the controller's option, the manager's default, or
 // controller-runtime's default of 1.
-func TestManagerWorkers(t *testing.T) {
+func TestManagerWorkers(t *testing.T) { testManagerWorkers(t, fakeCluster) }
+
+// TestAPIServerManagerWorkers is TestManagerWorkers with the managers on a
+// real API server.
+func TestAPIServerManagerWorkers(t *testing.T) {
+	apiServerConfig(t) // skips here, rather than in each case
+	testManagerWorkers(t, apiServerCluster)
+}
+
+// testManagerWorkers runs each case on a cluster of its own, from
+// newCluster.
+func testManagerWorkers(t *testing.T, newCluster func(testing.TB) *cluster) {
 	for _, tc := range []struct {
 		name       string
 		controller int // controller.Options.MaxConcurrentReconciles
@@ -38,11 +49,12 @@ func TestManagerWorkers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testutil.NoOTelErrors(t)
 			tel, reg := newPromTelemetry(t)
-			name := fmt.Sprintf("workers-%d-%d", tc.controller, tc.manager)
+			c := newCluster(t)
+			name := c.controllerName(fmt.Sprintf("workers-%d-%d", tc.controller, tc.manager))
 			var opts controller.Options
 			run := startController(t, tel, name, reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 				return reconcile.Result{}, nil
-			}), func(sc *startConfig) {
+			}), startOnCluster(c), func(sc *startConfig) {
 				sc.controller = config.Controller{MaxConcurrentReconciles: tc.manager}
 				sc.options = func(mgr manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options {
 					opts = otq.Options(mgr, controller.Options{MaxConcurrentReconciles: tc.controller, SkipNameValidation: ptr.To(true)})
