@@ -48,7 +48,7 @@ E2E_TIMEOUT ?= 45m
 APISERVER_TIMEOUT ?= 45m
 # Prints the directory of kube-apiserver and etcd: $KUBEBUILDER_ASSETS when
 # set, otherwise both built from the Go module proxy and cached in e2e/.bin.
-CONTROLPLANE = (cd e2e && $(GO) run ./cmd/controlplane)
+CONTROLPLANE = cd e2e && $(GO) run ./cmd/controlplane
 
 .PHONY: test deps unit consumer fuzz rules e2e test-apiserver controlplane bench demo demo-controller-runtime stack vet lint release
 
