@@ -11,6 +11,10 @@
 // ready; [Stack.Stop] stops them. Their logs go to files whose tails
 // [Stack.DumpLogs] prints when a test fails.
 //
+// The same tools/ hold kube-apiserver and etcd (see [ControlPlaneAssets]),
+// which the control-plane suite in e2e/apiserver starts with envtest; make
+// test-apiserver runs it apart from this package's tests.
+//
 // Environment:
 //
 //	OTELQUEUE_E2E_BIN_DIR     where built binaries are cached (default <e2e>/.bin)
