@@ -30,7 +30,7 @@ func run(m *testing.M) (code int) {
 	// machine run go test with -timeout 45m (the Makefile does). Starting
 	// gets the test timeout minus what the tests need, so that a build cut
 	// short ends with a clear message rather than a goroutine dump.
-	ctx, cancel := context.WithTimeout(context.Background(), startBudget())
+	ctx, cancel := context.WithTimeout(context.Background(), StartBudget(testsBudget))
 	defer cancel()
 	s, err := Start(ctx, os.Stderr)
 	if err != nil {
@@ -64,18 +64,3 @@ func run(m *testing.M) (code int) {
 
 // testsBudget is what the tests themselves need once the stack runs.
 const testsBudget = 3 * time.Minute
-
-// startBudget is how long building and starting the stack may take: the
-// go test -timeout minus testsBudget (at least a minute), or 45 minutes
-// without a timeout.
-func startBudget() time.Duration {
-	timeout := 45*time.Minute + testsBudget
-	if f := flag.Lookup("test.timeout"); f != nil {
-		if g, ok := f.Value.(flag.Getter); ok {
-			if d, ok := g.Get().(time.Duration); ok && d > 0 {
-				timeout = d
-			}
-		}
-	}
-	return max(timeout-testsBudget, time.Minute)
-}

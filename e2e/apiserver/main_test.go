@@ -42,7 +42,7 @@ func run(m *testing.M) (code int) {
 
 	// A cold build of kube-apiserver takes minutes: building gets the test
 	// timeout minus what the tests need.
-	ctx, cancel := context.WithTimeout(context.Background(), startBudget())
+	ctx, cancel := context.WithTimeout(context.Background(), e2e.StartBudget(testsBudget))
 	defer cancel()
 	var err error
 	if tmpDir, err = os.MkdirTemp("", "otelqueue-apiserver-"); err != nil {
@@ -106,21 +106,6 @@ var planeAssets string
 
 // testsBudget is what the tests need once the control plane runs.
 const testsBudget = 8 * time.Minute
-
-// startBudget is how long building the binaries may take: the go test
-// -timeout minus testsBudget (at least a minute), or 45 minutes without a
-// timeout.
-func startBudget() time.Duration {
-	timeout := 45*time.Minute + testsBudget
-	if f := flag.Lookup("test.timeout"); f != nil {
-		if g, ok := f.Value.(flag.Getter); ok {
-			if d, ok := g.Get().(time.Duration); ok && d > 0 {
-				timeout = d
-			}
-		}
-	}
-	return max(timeout-testsBudget, time.Minute)
-}
 
 // example is one of the two example controllers, built from this checkout.
 type example struct {
