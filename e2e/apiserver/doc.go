@@ -10,8 +10,9 @@
 // with the same flags on its embedded fake cluster and report both side by
 // side; and start a second API server whose API Priority and Fairness
 // rejects the example's requests with 429, to record what the example and
-// otelqueue's signals show then. The table goes to stderr and, with
-// OTELQUEUE_E2E_REPORT set, to that file.
+// otelqueue's signals show then. The table of those runs goes to stderr
+// (which go test shows with -v or on a failure) and, with
+// OTELQUEUE_E2E_REPORT set, to that file, which make test-apiserver prints.
 //
 // make test-apiserver runs it (make test does too). Environment:
 //
