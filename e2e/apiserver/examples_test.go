@@ -41,10 +41,10 @@ func TestExamplesOnAPIServer(t *testing.T) {
 		t.Run(ex.name, func(t *testing.T) {
 			ns := shared.namespace(t, "otelqueue-"+ex.name)
 			kubeconfig := shared.kubeconfig(t, "otelqueue-example", "otelqueue:examples")
-			real := measure(t, ex, shared.name, "-kubeconfig", kubeconfig, "-namespace", ns, "-generate")
-			checkAnnotations(t, real, ns)
+			onServer := measure(t, ex, shared.name, "-kubeconfig", kubeconfig, "-namespace", ns, "-generate")
+			checkAnnotations(t, onServer, ns)
 			fake := measure(t, ex, "fake")
-			report.add(real.row(ex.name, "kube-apiserver "+shared.version, ""))
+			report.add(onServer.row(ex.name, "kube-apiserver "+shared.version, ""))
 			report.add(fake.row(ex.name, "fake clientset", ""))
 		})
 	}
