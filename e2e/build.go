@@ -71,8 +71,11 @@ func BinDir(moduleDir string) string {
 // the current module content and Go toolchain is cached in binDir. Concurrent
 // callers (several test processes) serialize on a lock file; the binary is
 // written under a temporary name and renamed, so a cached binary is always
-// complete. Progress goes to log.
+// complete. Progress goes to log (nil: nowhere).
 func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
 	if t.EnvOverride != "" {
 		if p := os.Getenv(t.EnvOverride); p != "" {
 			if _, err := os.Stat(p); err != nil {

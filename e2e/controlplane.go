@@ -60,8 +60,12 @@ func ControlPlaneTools(moduleDir string) (apiserver, etcd Tool, err error) {
 // under a hash of their module content (so of their versions) and of the Go
 // toolchain, and linked into a directory of binDir named after both
 // binaries. A failed build says which binary, after how long, and the tail
-// of its output.
+// of its output. Progress goes to log (nil: nowhere). Concurrent callers,
+// in one process or several, share the builds and the directory.
 func ControlPlaneAssets(ctx context.Context, binDir string, log io.Writer) (string, error) {
+	if log == nil {
+		log = io.Discard
+	}
 	if dir := os.Getenv(EnvAssets); dir != "" {
 		for _, name := range []string{"kube-apiserver", "etcd"} {
 			if !isExecutable(filepath.Join(dir, name)) {

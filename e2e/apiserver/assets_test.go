@@ -27,7 +27,7 @@ func TestControlPlaneAssetsFromEnvironment(t *testing.T) {
 		}
 	}
 	bin := t.TempDir()
-	got, err := e2e.ControlPlaneAssets(context.Background(), bin, io.Discard)
+	got, err := e2e.ControlPlaneAssets(context.Background(), bin, nil) // nil: no progress wanted
 	if err != nil || got != dir {
 		t.Errorf("KUBEBUILDER_ASSETS with both binaries: %q, %v; want %q", got, err, dir)
 	}
