@@ -15,6 +15,7 @@ import (
 // Instrumentation is the OpenTelemetry instrumentation of one scheduler,
 // returned by Instrument. Stop removes it.
 type Instrumentation struct {
+	client   *clientInstruments
 	reg      metric.Registration
 	stop     func()
 	stopOnce sync.Once
@@ -76,6 +77,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		if workers > 0 {
 			o.ObserveInt64(in.workers, workers, observe)
 		}
+		obs.client.observe(o, in, observe)
 		return nil
 	}, in.observables()...)
 	if err != nil {
@@ -84,7 +86,8 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	s.SetObserver(obs)
 	b.instrumented = true
 	return &Instrumentation{
-		reg: reg,
+		client: obs.client,
+		reg:    reg,
 		stop: func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
@@ -94,6 +97,18 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 			}
 		},
 	}, nil
+}
+
+// ClientStats returns where the queue's reconcile attempts spent their time
+// in Kubernetes API clients instrumented with package kubeclient: the
+// numbers behind the workqueue.client.* metrics, for a program that uses no
+// metrics library. Attempts that end after Stop are not counted, as they
+// are not measured.
+func (i *Instrumentation) ClientStats() ClientStats {
+	if i == nil || i.client == nil {
+		return ClientStats{}
+	}
+	return i.client.stats()
 }
 
 // Stop removes the instrumentation: the observable instruments are no longer

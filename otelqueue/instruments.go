@@ -53,6 +53,29 @@ const (
 	// (success, error, requeue, requeue_after, panic).
 	// workqueue_reconcile_results_total.
 	MetricReconcileResults = "workqueue.reconcile.results"
+
+	// The time a queue's reconcile attempts spent in Kubernetes API clients
+	// instrumented with package kubeclient, recorded per attempt that made
+	// requests through one (docs/metrics.md). Each is a part of the work
+	// duration.
+
+	// MetricClientRateLimiter: time the attempt's requests waited for the
+	// client-side rate limiter (rest.Config QPS and Burst).
+	// workqueue_client_rate_limiter_duration_seconds.
+	MetricClientRateLimiter = "workqueue.client.rate_limiter.duration"
+	// MetricClientRequest: time the attempt spent in API round trips, 429
+	// answers included. workqueue_client_request_duration_seconds.
+	MetricClientRequest = "workqueue.client.request.duration"
+	// MetricClientRetryAfter: time the attempt waited out the API server's
+	// Retry-After after a 429 (API Priority and Fairness) before client-go
+	// retried. workqueue_client_retry_after_duration_seconds.
+	MetricClientRetryAfter = "workqueue.client.retry_after.duration"
+	// MetricClientRequests: API round trips made by the queue's attempts.
+	// workqueue_client_requests_total.
+	MetricClientRequests = "workqueue.client.requests"
+	// MetricClientThrottled: those answered 429 Too Many Requests.
+	// workqueue_client_throttled_total.
+	MetricClientThrottled = "workqueue.client.throttled"
 )
 
 // Attribute keys.
@@ -110,6 +133,12 @@ type instruments struct {
 	activeWorkers  metric.Int64ObservableUpDownCounter
 	workers        metric.Int64ObservableGauge
 	results        metric.Int64ObservableCounter
+
+	clientLimiter    metric.Float64Histogram
+	clientRequest    metric.Float64Histogram
+	clientRetryAfter metric.Float64Histogram
+	clientRequests   metric.Int64ObservableCounter
+	clientThrottled  metric.Int64ObservableCounter
 }
 
 // The descriptions of the metrics controller-runtime also has are its help
@@ -198,6 +227,21 @@ func newInstruments(c *config) *instruments {
 		in.workers, _ = nm.Int64ObservableGauge(MetricWorkers)
 	}
 	in.results = counter(MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
+
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(c.buckets...))
+		if err != nil {
+			handle(err)
+			h, _ = nm.Float64Histogram(name)
+		}
+		return h
+	}
+	in.clientLimiter = histogram(MetricClientRateLimiter, "How long in seconds the Kubernetes API requests of one reconcile waited for the client-side rate limiter.")
+	in.clientRequest = histogram(MetricClientRequest, "How long in seconds one reconcile spent in Kubernetes API round trips.")
+	in.clientRetryAfter = histogram(MetricClientRetryAfter, "How long in seconds one reconcile waited out the API server's Retry-After before retrying a throttled request.")
+	in.clientRequests = counter(MetricClientRequests, "{request}", "Total number of Kubernetes API round trips made by reconciles.")
+	in.clientThrottled = counter(MetricClientThrottled, "{request}", "Total number of Kubernetes API round trips of reconciles answered 429 Too Many Requests.")
 	return in
 }
 
@@ -206,6 +250,7 @@ func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.depth, in.adds, in.retries, in.unfinished, in.longestRunning,
 		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.results,
+		in.clientRequests, in.clientThrottled,
 	}
 }
 

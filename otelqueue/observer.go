@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -41,6 +42,7 @@ type observer[K comparable] struct {
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
+	client        *clientInstruments
 	record        []metric.RecordOption // the queue's attributes, prepared once
 }
 
@@ -55,6 +57,7 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 		rootName:      "process " + queue,
 		queueDuration: in.queueDuration,
 		workDuration:  in.workDuration,
+		client:        newClientInstruments(in),
 		record:        []metric.RecordOption{metric.WithAttributeSet(attrs)},
 	}
 	if o.tracing {
@@ -78,7 +81,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
 		o.queueDuration.Record(context.Background(), wait, o.record...)
-		return ctx
+		return &attemptContext{Context: ctx}
 	}
 
 	// The root span decides sampling, once per attempt, before anything
@@ -114,7 +117,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// its durations are recorded with no span context (an exemplar
 		// linking to it would lead nowhere, whatever the exemplar filter).
 		o.queueDuration.Record(context.Background(), wait, o.record...)
-		return rootCtx
+		return &attemptContext{Context: rootCtx}
 	}
 
 	key := keyString(it.Key)
@@ -141,7 +144,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(attrs[0], attrs[1], attrs[2])
-	return context.WithValue(reconcileCtx, rootKey{}, root)
+	return &attemptContext{Context: reconcileCtx, root: root}
 }
 
 // spanKindConsumer is the root's span kind option, made once: each
@@ -193,18 +196,46 @@ func (o *observer[K]) links(it *scheduler.Item[K], links []trace.Link) []trace.L
 // Done records the work duration inside the reconcile span and ends the
 // attempt's spans.
 func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
-	if !o.tracing {
-		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...) // see Dequeued
-		return
-	}
-	root, ok := ctx.Value(rootKey{}).(trace.Span)
-	if !ok {
-		// An attempt the sampler dropped (see Dequeued).
+	a, _ := ctx.(*attemptContext)
+	if a == nil || a.root == nil {
+		// Tracing off, or an attempt the sampler dropped: no span context
+		// in the records (see Dequeued).
 		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...)
+		if a != nil {
+			o.client.record(context.Background(), &a.work, o.record)
+		}
 		return
 	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	endRoot(ctx, root, ended)
+	o.client.record(ctx, &a.work, o.record)
+	endRoot(ctx, a.root, ended)
+}
+
+// attemptContext is the context an attempt's processing runs in: the
+// worker's context (with the "reconcile" span when the attempt is
+// recorded), the attempt's root span, which Done ends, and where the
+// attempt's time went in instrumented Kubernetes clients (package
+// kubeclient), in one allocation.
+type attemptContext struct {
+	context.Context
+	root trace.Span // nil: no span of this queue's to end
+	work clientwork.Work
+}
+
+// Value answers the attempt's own keys and delegates the others. A nil root
+// hides the root of any attempt the worker's context belongs to (a queue
+// processed inside another queue's reconcile): it is not this one's to end.
+func (c *attemptContext) Value(k any) any {
+	switch {
+	case k == any(rootKey{}):
+		if c.root == nil {
+			return nil
+		}
+		return c.root
+	case clientwork.IsKey(k):
+		return &c.work
+	}
+	return c.Context.Value(k)
 }
 
 // keyString renders a key for the span attribute.

@@ -1,0 +1,36 @@
+// Package kubeclient instruments the Kubernetes API client a reconciler
+// uses, so that a reconcile's time can be told apart: its own work, the wait
+// for the client-side rate limiter (rest.Config's QPS and Burst), the time
+// in API requests, and the wait the API server imposed with 429 Too Many
+// Requests and Retry-After (API Priority and Fairness).
+//
+// Instrument returns a copy of a *rest.Config whose rate limiter and
+// transport record:
+//
+//   - every API round trip as the OpenTelemetry semantic conventions' HTTP
+//     client metric http.client.request.duration, with the request's
+//     Kubernetes verb and resource, and, when the request's context carries a
+//     span, as a client span (named "{method} {url.template}", e.g.
+//     "PATCH /api/v1/namespaces/{namespace}/configmaps/{name}"), child of
+//     that span, whose trace context is sent in the traceparent header (the
+//     API server's own tracing joins it);
+//   - every wait for the rate limiter in kubernetes.client.rate_limiter.duration
+//     and, when it lasted WaitSpanThreshold or more inside a traced context,
+//     as a span "client rate limiter" over the wait; a wait before a retry
+//     that the server asked for with Retry-After, as a span "retry after".
+//
+// Inside a reconcile attempt of a queue instrumented by package otelqueue,
+// a request made with the reconciler's context (or one derived from it) is
+// also added to the attempt: the queue's workqueue.client.* histograms and
+// counters and otelqueue.Instrumentation.ClientStats say how much of its
+// reconciles' work time went to the limiter, to the API server and to
+// Retry-After waits. A client used outside any reconcile (informers, a
+// workload) works as before and only feeds the process-wide metrics: it
+// starts no root spans.
+//
+// Clients built from the returned config — client-go clientsets
+// (kubernetes.NewForConfig), dynamic clients, controller-runtime's
+// client.New and manager (ctrl.Options through manager.New(cfg, ...)) —
+// all share its instrumented limiter, as kubernetes.NewForConfig shares one
+// limiter among its API groups.
+package kubeclient

@@ -1,0 +1,12 @@
+package kubeclient_test
+
+import (
+	"testing"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	testutil.RecordOTelErrors()
+	testutil.Main(m)
+}
