@@ -69,6 +69,6 @@ func ExampleLoggerFromContext() {
 		log.Fatal(err)
 	}
 	// Output:
-	// level=INFO msg=scaling trace_id=<trace_id> span_id=<span_id> key=default/web
-	// level=ERROR msg="Reconciler error" queue=deployments key=default/web error="quota exceeded" trace_id=<trace_id> span_id=<span_id>
+	// level=INFO msg=scaling trace_id=<trace_id> span_id=<span_id> trace_sampled=true key=default/web
+	// level=ERROR msg="Reconciler error" queue=deployments key=default/web error="quota exceeded" trace_id=<trace_id> span_id=<span_id> trace_sampled=true
 }

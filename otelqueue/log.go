@@ -18,6 +18,11 @@ const (
 	// that a log line leads to its trace.
 	LogTraceID = "trace_id"
 	LogSpanID  = "span_id"
+	// LogTraceSampled says whether that trace was sampled: a line with
+	// false leads to no exported trace (a head sampler dropped it; a
+	// collector's tail sampling may still have kept it, see
+	// docs/tracing.md).
+	LogTraceSampled = "trace_sampled"
 	// LogSuppressed counts the error lines the rate limit dropped since the
 	// previous line that was logged.
 	LogSuppressed = "suppressed"
@@ -47,7 +52,7 @@ func LoggerFromContext(ctx context.Context) *slog.Logger {
 		l = v
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		l = l.With(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+		l = l.With(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()), slog.Bool(LogTraceSampled, sc.IsSampled()))
 	}
 	return l
 }
@@ -106,13 +111,13 @@ func (r *Runner[K]) logError(ctx context.Context, key K, err error, stack []byte
 	if l == nil {
 		l = slog.Default()
 	}
-	attrs := make([]slog.Attr, 0, 7)
+	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs,
 		slog.String("queue", r.queue.Name()),
 		slog.String("key", keyString(key)),
 		slog.Any("error", err))
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		attrs = append(attrs, slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+		attrs = append(attrs, slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()), slog.Bool(LogTraceSampled, sc.IsSampled()))
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int(LogSuppressed, suppressed))

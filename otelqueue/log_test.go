@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
@@ -268,11 +270,32 @@ func TestLoggerFromContext(t *testing.T) {
 				recs[i].attrs[otelqueue.LogTraceID], recs[i].attrs[otelqueue.LogSpanID], trace, want)
 		}
 	}
+	for i := range recs {
+		if got := recs[i].attrs[otelqueue.LogTraceSampled]; got != "true" {
+			t.Errorf("line %d (%q): trace_sampled %q, want true", i, recs[i].msg, got)
+		}
+	}
 	if l := otelqueue.LoggerFromContext(context.Background()); l != slog.Default() {
 		t.Error("LoggerFromContext outside a Runner is not slog.Default()")
 	}
 	//lint:ignore SA1012 nil is input too
 	if l := otelqueue.LoggerFromContext(nil); l != slog.Default() { //nolint:staticcheck
 		t.Error("LoggerFromContext(nil) is not slog.Default()")
+	}
+}
+
+// TestLogSaysWhetherTheTraceWasSampled: a line whose trace a head sampler
+// dropped says so, since its trace_id leads to no exported trace.
+func TestLogSaysWhetherTheTraceWasSampled(t *testing.T) {
+	for _, sampled := range []bool{false, true} {
+		logs := new(logRecords)
+		prev := slog.Default()
+		slog.SetDefault(slog.New(logs))
+		ctx := oteltrace.ContextWithRemoteSpanContext(context.Background(), testutil.RemoteSpanContext(9, sampled))
+		otelqueue.LoggerFromContext(ctx).Info("line")
+		slog.SetDefault(prev)
+		if got := logs.all(); len(got) != 1 || got[0].attrs[otelqueue.LogTraceSampled] != fmt.Sprint(sampled) {
+			t.Errorf("a line in a trace with sampled=%v: %+v, want trace_sampled=%v", sampled, got, sampled)
+		}
 	}
 }
