@@ -23,41 +23,72 @@ type request struct {
 //	[namespaces/{namespace}/]{resource}[/{name}[/{subresource}]]
 //
 // namespaces/{name}, with its subresources status and finalize, is the
-// namespace object itself. Other paths
-// (discovery, /version, /openapi) name no resource: verb and resource stay
-// empty and the template is the path.
-func parseRequest(method, path, rawQuery string) request {
+// namespace object itself. Other paths (discovery, /version, /openapi) name
+// no resource: verb and resource stay empty and the template is the path.
+// The template is built only when withTemplate is true (for a span).
+func parseRequest(method, path, rawQuery string, withTemplate bool) request {
 	r := request{template: path}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var prefix []string
-	switch {
-	case len(parts) >= 3 && parts[0] == "api":
-		prefix, parts = parts[:2], parts[2:]
-	case len(parts) >= 4 && parts[0] == "apis":
-		r.group = parts[1]
-		prefix, parts = parts[:3], parts[3:]
+	rest := strings.Trim(path, "/")
+	first, rest, _ := strings.Cut(rest, "/")
+	var prefix string // "/api/v1" or "/apis/{group}/{version}"
+	switch first {
+	case "api":
+		version, after, ok := strings.Cut(rest, "/")
+		if !ok || version == "" || after == "" {
+			return r
+		}
+		prefix, rest = "/api/"+version, after
+	case "apis":
+		group, after, ok := strings.Cut(rest, "/")
+		if !ok {
+			return r
+		}
+		version, after, ok := strings.Cut(after, "/")
+		if !ok || version == "" || after == "" {
+			return r
+		}
+		r.group = group
+		prefix, rest = "/apis/"+group+"/"+version, after
 	default:
 		return r
 	}
-	tmpl := append([]string{""}, prefix...)
-	// namespaces/{name}/status and /finalize are subresources of the
-	// namespace itself, as the API server reads them.
-	if len(parts) >= 3 && parts[0] == "namespaces" && parts[2] != "status" && parts[2] != "finalize" {
-		r.namespace = parts[1]
-		tmpl = append(tmpl, "namespaces", "{namespace}")
-		parts = parts[2:]
-	}
-	r.resource = parts[0]
-	tmpl = append(tmpl, parts[0])
-	if len(parts) >= 2 {
-		r.name = parts[1]
-		tmpl = append(tmpl, "{name}")
-		if len(parts) >= 3 {
-			r.resource += "/" + parts[2]
-			tmpl = append(tmpl, parts[2:]...)
+	var seg [3]string // resource, name, first part of the subresource
+	var sub string    // the subresource, all of it
+	namespaced := false
+	if ns, after, ok := strings.Cut(rest, "/"); ok && ns == "namespaces" {
+		// namespaces/{namespace}/{resource}...: unless it is
+		// namespaces/{name}/status or /finalize.
+		if name, after2, ok := strings.Cut(after, "/"); ok {
+			if next, _, _ := strings.Cut(after2, "/"); next != "status" && next != "finalize" && after2 != "" {
+				r.namespace, rest, namespaced = name, after2, true
+			}
 		}
 	}
-	r.template = strings.Join(tmpl, "/")
+	seg[0], rest, _ = strings.Cut(rest, "/")
+	seg[1], sub, _ = strings.Cut(rest, "/")
+	r.resource, r.name = seg[0], seg[1]
+	if r.resource == "" {
+		r.group = ""
+		return r
+	}
+	if sub != "" && r.name != "" {
+		r.resource += "/" + sub
+	}
+	if withTemplate {
+		var b strings.Builder
+		b.WriteString(prefix)
+		if namespaced {
+			b.WriteString("/namespaces/{namespace}")
+		}
+		b.WriteString("/" + seg[0])
+		if r.name != "" {
+			b.WriteString("/{name}")
+			if sub != "" {
+				b.WriteString("/" + sub)
+			}
+		}
+		r.template = b.String()
+	}
 
 	switch method {
 	case http.MethodGet, http.MethodHead:

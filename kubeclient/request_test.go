@@ -28,7 +28,7 @@ func TestParseRequest(t *testing.T) {
 		{"GET", "/version", "", request{template: "/version"}},
 		{"GET", "/openapi/v3", "", request{template: "/openapi/v3"}},
 	} {
-		got := parseRequest(tc.method, tc.path, tc.query)
+		got := parseRequest(tc.method, tc.path, tc.query, true)
 		if got != tc.want {
 			t.Errorf("parseRequest(%s %s?%s)\n got %+v\nwant %+v", tc.method, tc.path, tc.query, got, tc.want)
 		}
@@ -40,7 +40,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add("PATCH", "/apis/g/v1/x/y/z/w", "")
 	f.Add("DELETE", "//", "&&watch=")
 	f.Fuzz(func(t *testing.T, method, path, query string) {
-		r := parseRequest(method, path, query)
+		r := parseRequest(method, path, query, true)
 		if r.verb == "" && r.resource != "" || r.verb != "" && r.resource == "" {
 			t.Fatalf("verb %q with resource %q: both or neither", r.verb, r.resource)
 		}

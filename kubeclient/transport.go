@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,6 +24,52 @@ type transport struct {
 	tracer      trace.Tracer
 	propagators propagation.TextMapPropagator
 	duration    metric.Float64Histogram
+
+	// sets caches the metric's attribute sets by metricKey: building and
+	// sorting a set per request would cost more than the rest of the
+	// instrumentation. Its size is bounded by maxSets.
+	sets  sync.Map // metricKey -> []metric.RecordOption
+	nSets atomic.Int32
+}
+
+// maxSets bounds the cached attribute sets: the keys are bounded in practice
+// (methods, resources, status codes), but a client that reaches many API
+// servers or resources should not grow the cache without end.
+const maxSets = 4096
+
+// metricKey is the attributes of one request's metric point.
+type metricKey struct {
+	method, host          string
+	port                  int
+	verb, group, resource string
+	code                  int
+	errorType             string
+}
+
+// recordOptions returns the metric options of the point k, cached.
+func (t *transport) recordOptions(k metricKey) []metric.RecordOption {
+	if v, ok := t.sets.Load(k); ok {
+		return v.([]metric.RecordOption)
+	}
+	attrs := make([]attribute.KeyValue, 0, 9)
+	attrs = append(attrs, method(k.method), semconv.ServerAddress(k.host))
+	if k.port > 0 {
+		attrs = append(attrs, semconv.ServerPort(k.port))
+	}
+	if k.verb != "" {
+		attrs = append(attrs, attribute.String(AttrVerb, k.verb), attribute.String(AttrGroup, k.group), attribute.String(AttrResource, k.resource))
+	}
+	if k.code > 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCode(k.code))
+	}
+	if k.errorType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(k.errorType))
+	}
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	if t.nSets.Add(1) <= maxSets {
+		t.sets.Store(k, opts)
+	}
+	return opts
 }
 
 // RoundTrip sends req, under a client span when req's context carries a
@@ -38,29 +86,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			s.End(trace.WithTimestamp(start))
 		}
 	}
-	r := parseRequest(req.Method, req.URL.Path, req.URL.RawQuery)
-	host, port := splitHostPort(req.URL)
-	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, method(req.Method), semconv.ServerAddress(host))
-	if port > 0 {
-		attrs = append(attrs, semconv.ServerPort(port))
-	}
-	if r.verb != "" {
-		attrs = append(attrs, attribute.String(AttrVerb, r.verb), attribute.String(AttrGroup, r.group), attribute.String(AttrResource, r.resource))
-	}
-	common := len(attrs)
+	traced := trace.SpanFromContext(ctx).SpanContext().IsValid()
+	r := parseRequest(req.Method, req.URL.Path, req.URL.RawQuery, traced)
+	k := metricKey{method: req.Method, verb: r.verb, group: r.group, resource: r.resource}
+	k.host, k.port = splitHostPort(req.URL)
 
 	var span trace.Span
-	if parent := trace.SpanFromContext(ctx); parent.SpanContext().IsValid() {
-		spanAttrs := append(attrs[:common:common], semconv.URLFull(req.URL.String()), semconv.URLTemplate(r.template))
-		if r.namespace != "" {
-			spanAttrs = append(spanAttrs, semconv.K8SNamespaceName(r.namespace))
+	if traced {
+		ctx, span = t.tracer.Start(ctx, req.Method+" "+r.template, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+		if span.IsRecording() {
+			attrs := make([]attribute.KeyValue, 0, 11)
+			attrs = append(attrs, method(req.Method), semconv.ServerAddress(k.host), semconv.URLFull(req.URL.String()), semconv.URLTemplate(r.template))
+			if k.port > 0 {
+				attrs = append(attrs, semconv.ServerPort(k.port))
+			}
+			if r.verb != "" {
+				attrs = append(attrs, attribute.String(AttrVerb, r.verb), attribute.String(AttrGroup, r.group), attribute.String(AttrResource, r.resource))
+			}
+			if r.namespace != "" {
+				attrs = append(attrs, semconv.K8SNamespaceName(r.namespace))
+			}
+			if r.name != "" {
+				attrs = append(attrs, attribute.String(AttrName, r.name))
+			}
+			span.SetAttributes(attrs...)
 		}
-		if r.name != "" {
-			spanAttrs = append(spanAttrs, attribute.String(AttrName, r.name))
-		}
-		ctx, span = t.tracer.Start(ctx, req.Method+" "+r.template,
-			trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start), trace.WithAttributes(spanAttrs...))
 		// The RoundTripper contract forbids changing req: send a copy
 		// that carries the span's context.
 		req = req.Clone(ctx)
@@ -71,42 +121,42 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	end := time.Now()
 	d := end.Sub(start)
 
-	code := 0
 	if resp != nil {
-		code = resp.StatusCode
-		attrs = append(attrs, semconv.HTTPResponseStatusCode(code))
+		k.code = resp.StatusCode
 	}
 	switch {
 	case err != nil:
-		attrs = append(attrs, semconv.ErrorType(err))
-	case code >= 400:
-		attrs = append(attrs, semconv.ErrorTypeKey.String(strconv.Itoa(code)))
+		k.errorType = semconv.ErrorType(err).Value.AsString()
+	case k.code >= 400:
+		k.errorType = strconv.Itoa(k.code)
 	}
-	throttled := code == http.StatusTooManyRequests
+	throttled := k.code == http.StatusTooManyRequests
 	retryAfter := throttled && resp.Header.Get("Retry-After") != ""
 	if w != nil {
 		w.RoundTrip(d, end, throttled, retryAfter)
 	}
-	t.duration.Record(ctx, d.Seconds(), metric.WithAttributes(attrs...))
+	t.duration.Record(ctx, d.Seconds(), t.recordOptions(k)...)
 
-	if span != nil {
+	if span != nil && span.IsRecording() {
 		if resp != nil {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(code))
+			span.SetAttributes(semconv.HTTPResponseStatusCode(k.code))
 		}
 		switch {
 		case err != nil:
-			span.SetAttributes(semconv.ErrorType(err))
+			span.SetAttributes(semconv.ErrorTypeKey.String(k.errorType))
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-		case code >= 400:
+		case k.code >= 400:
 			// Client spans: every 4xx and 5xx is an error (semantic
 			// conventions); the message is the status text.
-			span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(code)))
-			span.SetStatus(codes.Error, strconv.Itoa(code)+" "+http.StatusText(code))
+			span.SetAttributes(semconv.ErrorTypeKey.String(k.errorType))
+			span.SetStatus(codes.Error, k.errorType+" "+http.StatusText(k.code))
 		}
 		if retryAfter {
 			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", resp.Header.Values("Retry-After")))
 		}
+	}
+	if span != nil {
 		span.End(trace.WithTimestamp(end))
 	}
 	return resp, err
