@@ -116,11 +116,14 @@ fuzz:
 
 # The recording and alerting rules (example/prometheus/rules.yml): syntax
 # and PromQL checked (with docker-compose's Prometheus config, which loads
-# them), then rules_test.yml run against them. promtool comes with Debian's
+# them), then rules_test.yml run against them; then queue-figures.sh, which
+# computes the same figures from two scrapes, on the same cases
+# (queue-figures_test.sh, testdata/). promtool comes with Debian's
 # prometheus package (make deps).
 rules: deps
 	promtool check config example/prometheus/prometheus.yml
 	cd example/prometheus && promtool test rules rules_test.yml
+	sh example/prometheus/queue-figures_test.sh
 
 # The real stack on loopback: Jaeger and a collector built from the Go module
 # proxy (cached in e2e/.bin), Debian's Prometheus, and the example app.

@@ -1,0 +1,102 @@
+#!/bin/sh
+# queue-figures_test.sh: tests queue-figures.sh on pairs of hand-written
+# scrapes, testdata/CASE-before.txt and testdata/CASE-after.txt, 60 s apart
+# (make rules runs it). The cases are those of the bottleneck groups of
+# rules_test.yml, with the same numbers: each class, both sides of every
+# threshold (the shares' 0.25, the retries' 0.5, Little's law equal to the
+# configured count or one more), several classes at once, queues without
+# client series or without a configured count. Checks the line
+# "bottleneck=..." exactly and the recommended workers against a pattern;
+# exits 1, naming each failed case and what it printed, if any fails.
+#
+#   sh example/prometheus/queue-figures_test.sh
+set -u
+here=$(dirname "$0")
+script=$here/queue-figures.sh
+data=$here/testdata
+cases=0
+failures=0
+
+fail() {
+	failures=$((failures + 1))
+	printf 'FAIL %s: %s\n' "$1" "$2" >&2
+}
+
+# check CASE BOTTLENECK RECOMMENDED [LINE]: the script's "bottleneck=" line
+# must be BOTTLENECK, the text after "recommended workers" must match the
+# shell pattern RECOMMENDED, and LINE, when given, must be one of its lines
+# (leading spaces aside).
+check() {
+	name=$1 want_b=$2 want_r=$3
+	cases=$((cases + 1))
+	if ! out=$(sh "$script" "$data/$name-before.txt" "$data/$name-after.txt" 60 2>&1); then
+		fail "$name" "queue-figures.sh failed: $out"
+		return
+	fi
+	got=$(printf '%s\n' "$out" | sed -n 's/^ *\(bottleneck=\)/\1/p')
+	if [ "$got" != "$want_b" ]; then
+		fail "$name" "got \"$got\", want \"$want_b\""
+	fi
+	got=$(printf '%s\n' "$out" | sed -n 's/^ *recommended workers  *//p')
+	# shellcheck disable=SC2254 # want_r is a pattern
+	case $got in
+	$want_r) ;;
+	*) fail "$name" "recommended workers \"$got\", want the pattern \"$want_r\"" ;;
+	esac
+	if [ $# -ge 4 ] && ! printf '%s\n' "$out" | sed 's/^ *//' | grep -qxF -- "$4"; then
+		fail "$name" "no line \"$4\" in:
+$out"
+	fi
+}
+
+more='36  (ceil(arrivals x mean work / 0.7))'
+apf='more workers will not help, give the controller a larger API Priority and Fairness share on the server (*) or make fewer API calls'
+qps="more workers will not help, raise the client's QPS/Burst (rest.Config) or make fewer API calls"
+errs="more workers will not help, fix the reconcile's errors, they are most of the work"
+absent='client signals          absent: instrument the client with kubeclient.Instrument (bottleneck among errors, workers, none)'
+
+# Retry-After share of the work time: 0.24 / 0.25 / 0.26 (36 > 30 workers otherwise).
+check ra-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	'work time split         own 51.0%, client rate limiter 0.0%, API 25.0%, Retry-After 24.0%'
+check ra-at 'bottleneck=server-throttling (Retry-After share 0.250 >= 0.25)' "keep -workers 30: $apf" \
+	'client requests/s       400.00, answered 429: 100.00/s'
+check ra-above 'bottleneck=server-throttling (Retry-After share 0.260 >= 0.25)' "keep -workers 30: $apf"
+# Client rate-limiter share: 0.24 / 0.25 / 0.26.
+check rl-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more"
+check rl-at 'bottleneck=client-rate-limit (client rate-limiter share 0.250 >= 0.25)' "keep -workers 30: $qps" \
+	'per reconcile           0.1250s: own 0.0625s, client rate limiter 0.0312s, API 0.0312s, Retry-After 0.0000s'
+check rl-above 'bottleneck=client-rate-limit (client rate-limiter share 0.260 >= 0.25)' "keep -workers 30: $qps"
+# Retries / adds: 0.49 / 0.5 / 0.51, no client series.
+check err-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" "$absent"
+check err-at "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" "$absent"
+check err-above 'bottleneck=errors (retries/adds 0.510 > 0.5)' "keep -workers 30: $errs" "$absent"
+# Little's law equal to the configured count, then one more.
+check ll-equal "bottleneck=none (utilization 0.694; Little's-law workers 36 <= configured 36)" "$more"
+check ll-more "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more" "$absent"
+# Several classes at once: the first in precedence wins.
+check all 'bottleneck=server-throttling (Retry-After share 0.250 >= 0.25)' "keep -workers 30: $apf"
+check limited-failing 'bottleneck=client-rate-limit (client rate-limiter share 0.500 >= 0.25)' "keep -workers 30: $qps"
+# A downstream class never recommends more than configured, nor raises a
+# lower Little's law to it.
+check capped-below 'bottleneck=client-rate-limit (client rate-limiter share 0.500 >= 0.25)' \
+	"36 (Little's law, not above the configured 40): $qps"
+check api-only "bottleneck=none (utilization 0.625; Little's-law workers 36 <= configured 40)" "$more" \
+	'work time split         own 50.0%, client rate limiter 0.0%, API 50.0%, Retry-After 0.0%'
+# No configured count.
+check unconfigured 'bottleneck=unknown (no workqueue_workers: the configured count is unknown)' "$more" "$absent"
+check unconfigured-limited 'bottleneck=client-rate-limit (client rate-limiter share 0.500 >= 0.25)' \
+	"none above the configured count (unknown): $qps"
+# Nothing done: no shares, no Little's law.
+check idle 'bottleneck=none (utilization 0.000)' 'n/a (no reconcile finished between the scrapes)' \
+	'work time split         n/a (no work finished between the scrapes)'
+# Saturated: coalesced adds count as arrivals.
+check sat-throttled 'bottleneck=server-throttling (Retry-After share 0.500 >= 0.25)' "keep -workers 20: $apf" \
+	'arrivals/s              200.00 (saturated: adds + coalesced)'
+check sat-draining "bottleneck=none (utilization 0.938; Little's-law workers 9 <= configured 20)" \
+	'9  (ceil(arrivals x mean work / 0.7))'
+
+if [ "$failures" -gt 0 ]; then
+	echo "queue-figures_test.sh: $failures failed expectations in $cases cases" >&2
+	exit 1
+fi
+echo "queue-figures_test.sh: $cases cases passed"
