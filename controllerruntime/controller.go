@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -131,10 +132,16 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	}
 	span := trace.SpanFromContext(pctx)
 	ctx = trace.ContextWithSpan(ctx, span)
+	if w := clientwork.FromContext(pctx); w != nil {
+		// Requests of clients instrumented by package kubeclient count for
+		// the attempt (workqueue.client.*).
+		ctx = clientwork.NewContext(ctx, w)
+	}
 	if sc := span.SpanContext(); sc.IsValid() {
 		// The reconciler's log lines lead to the attempt's trace.
 		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues(
-			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String()))
+			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String(),
+			otelqueue.LogTraceSampled, sc.IsSampled()))
 	}
 	if !span.IsRecording() {
 		return t.r.Reconcile(ctx, req)
