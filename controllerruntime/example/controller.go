@@ -43,14 +43,13 @@ const tracerName = "github.com/otelqueue/otelqueue/controllerruntime/example"
 
 // runManager runs the manager, and the workload when asked, until ctx ends.
 func runManager(ctx context.Context, cfg config) error {
-	// The cluster's requests wait for its limiter until the manager has
-	// stopped.
-	clusterCtx, stopCluster := context.WithCancel(context.Background())
-	defer stopCluster()
-	cluster, err := examplecluster.Connect(clusterCtx, cfg.Flags)
+	// The embedded cluster runs until the manager has stopped: closed on
+	// return, not by ctx.
+	cluster, err := examplecluster.Connect(context.Background(), cfg.Flags)
 	if err != nil {
 		return err
 	}
+	defer cluster.Close()
 	cs, restCfg := cluster.Client, cluster.RestConfig
 	logger := funcr.New(func(prefix, args string) { log.Println(prefix, args) }, funcr.Options{})
 	logf.SetLogger(logger)
@@ -72,8 +71,9 @@ func runManager(ctx context.Context, cfg config) error {
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}},
 	}
 	if cluster.Embedded() {
-		// The manager's cache (For's informer) lists and watches the fake
-		// clientset.
+		// The manager's cache (For's informer) lists and watches the
+		// embedded API server through cs, and its REST mapper is static:
+		// the server serves no discovery.
 		mopts = fakecluster.ManagerOptions(cs, mopts)
 	}
 	mgr, err := manager.New(restCfg, mopts)

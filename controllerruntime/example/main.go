@@ -5,9 +5,10 @@
 // controllerruntime.ObjectLinkSource linking each attempt to the writer
 // found in the object's annotation in the manager's cache.
 //
-// By default it runs on an embedded fake cluster (client-go's fake
-// clientset serving the manager's cache, see package fakecluster; no API
-// server is needed) with a workload
+// By default it runs on an embedded cluster (an API server for ConfigMaps
+// on loopback, reached over HTTP through client-go's REST client; the
+// manager's cache is served by a clientset of it, see package fakecluster)
+// with a workload
 // that creates -objects ConfigMaps before the controller starts (its initial
 // list, enqueued at low priority) and then updates them at -churn per
 // second, each write in a traced "workload update" span whose traceparent

@@ -8,13 +8,13 @@ import (
 )
 
 // TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack runs the example
-// on the fake cluster with a real cluster's limiter far below what the
-// workload asks for: the summary shows the writes done against those
-// requested, and says it is behind and why (on main, it said nothing, and
-// on a real cluster at client-go's 5 requests/s 8 of 250 updates landed).
+// on the embedded cluster with the workload's client limit far below what
+// it asks for: the summary shows the writes done against those requested,
+// and says it is behind and why (on main, it said nothing, and on a real
+// cluster at client-go's 5 requests/s 8 of 250 updates landed).
 func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
 	out := exampletest.CaptureLog(t)
-	cfg, err := parseFlags([]string{"-metrics-addr", "", "-summary-interval", "300ms", "-kube-qps", "5", "-kube-burst", "1", "-churn", "50", "-objects", "20", "-latency", "1ms"})
+	cfg, err := parseFlags([]string{"-metrics-addr", "", "-summary-interval", "300ms", "-workload-qps", "5", "-workload-burst", "1", "-churn", "50", "-objects", "20", "-latency", "1ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,5 +30,5 @@ func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Errorf("run: %v", err)
 	}
-	exampletest.CheckBehind(t, l, "client rate limit (-kube-qps 5 -kube-burst 1)")
+	exampletest.CheckBehind(t, l, "client rate limit (-workload-qps 5 -workload-burst 1)")
 }

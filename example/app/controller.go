@@ -59,14 +59,13 @@ type controller struct {
 // summary until ctx is done, then stops them in order: no new events, work
 // in flight drained, the queue shut down.
 func runController(ctx context.Context, cfg config, tel *exampletelemetry.Telemetry) error {
-	// The cluster's requests wait for its limiter until the controller has
-	// stopped: the reconciles drained at the stop still write.
-	clusterCtx, stopCluster := context.WithCancel(context.Background())
-	defer stopCluster()
-	cluster, err := examplecluster.Connect(clusterCtx, cfg.Flags)
+	// The embedded cluster runs until the controller has stopped (the
+	// reconciles drained at the stop still write): closed below, not by ctx.
+	cluster, err := examplecluster.Connect(context.Background(), cfg.Flags)
 	if err != nil {
 		return err
 	}
+	defer cluster.Close()
 	client, where := cluster.Client, cluster.Where
 	var w *examplecluster.Workload
 	if cfg.Generate {
@@ -143,7 +142,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	err = runner.Run(ctx) // returns after draining, with the queue shut down
 	stopInformers()
 	wg.Wait()
-	stopCluster()
+	cluster.Close()
 	st, rs := queue.Stats(), runner.Stats()
 	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics, %d interrupted by the stop), %d keys left pending",
 		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, c.interrupted.Load(), st.Depth+st.Delayed+st.Held)

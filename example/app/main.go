@@ -3,8 +3,9 @@
 // context-aware API of an instrumented scheduler, and reconciles them with an
 // otelqueue Runner that reads and writes the objects through the client.
 //
-// By default it runs against an embedded fake cluster (client-go's fake
-// clientset with real informers) driven by a synthetic workload whose churn,
+// By default it runs against an embedded cluster (an API server for
+// ConfigMaps on loopback, reached over HTTP through client-go's REST client,
+// with real informers) driven by a synthetic workload whose churn,
 // bursts, reconcile latency, error rate and worker count are flags, so that
 // queue wait can be provoked and watched. With -kubeconfig it runs the same
 // controller against a real cluster.

@@ -36,14 +36,37 @@ func startController(t *testing.T, args ...string) (*exampletest.Log, func(n int
 }
 
 // TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack runs the workload
-// through the fake cluster with a real cluster's limiter far below what it
+// through the embedded cluster with its own client limit far below what it
 // asks for: the summary must show the writes done against those requested,
 // and say that it is behind and why (on main, the summary said nothing and
 // the fake had no limit at all).
 func TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack(t *testing.T) {
-	_, waitFor := startController(t, "-kube-qps", "5", "-kube-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
+	_, waitFor := startController(t, "-workload-qps", "5", "-workload-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
 	// The 4th line, 1.2 s in: 60 writes due, about 7 done.
-	exampletest.CheckBehind(t, waitFor(4, exampletest.WritesRE()), "client rate limit (-kube-qps 5 -kube-burst 1)")
+	exampletest.CheckBehind(t, waitFor(4, exampletest.WritesRE()), "client rate limit (-workload-qps 5 -workload-burst 1)")
+}
+
+// TestSummarySaysWhenTheServerRejectsTheWorkload runs the embedded API
+// server with -server-qps far below the workload's rate: its requests get
+// 429s that client-go retries a second later, and the summary says so.
+// The workload writes one at a time, so it meets about one 429 a second
+// (then a second's worth of tokens): the lines are 2 s apart, each with
+// some.
+func TestSummarySaysWhenTheServerRejectsTheWorkload(t *testing.T) {
+	_, waitFor := startController(t, "-server-qps", "5", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20", "-summary-interval", "2s")
+	// The 2nd line, 4 s in: 200 writes due, about 25 done.
+	exampletest.CheckBehind(t, waitFor(2, exampletest.WritesRE()), "the API server rejected")
+}
+
+// TestControllerLimitDoesNotThrottleTheWorkload: a -kube-qps far below the
+// workload's rate holds back the controller's requests only; the workload
+// has a client of its own and keeps its rate.
+func TestControllerLimitDoesNotThrottleTheWorkload(t *testing.T) {
+	_, waitFor := startController(t, "-kube-qps", "2", "-kube-burst", "1", "-churn", "50", "-burst-every", "0", "-latency", "1ms", "-error-rate", "0", "-objects", "20")
+	l := waitFor(4, exampletest.WritesRE())
+	if strings.Contains(l, "behind:") {
+		t.Errorf("the workload is held back by the controller's -kube-qps: %s", l)
+	}
 }
 
 // TestSummaryRecommendsWorkers saturates one worker (50 ms reconciles,

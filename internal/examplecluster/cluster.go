@@ -3,98 +3,150 @@ package examplecluster
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync/atomic"
+	"net"
+	"net/http"
+	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// Cluster is the cluster an example talks to: client-go's fake clientset
-// (the embedded cluster) or a real API server, both behind the same token
-// bucket Limiter.
+// The User-Agents of the examples' two clients: a real API server's audit
+// log, and the embedded one's simulated API Priority and Fairness
+// (-server-qps), tell them apart by it.
+const (
+	ControllerUserAgent = "otelqueue-example-controller"
+	WorkloadUserAgent   = "otelqueue-example-workload"
+)
+
+// Cluster is the cluster an example talks to, the embedded API server
+// (Server) or a real one, always through client-go's REST client: one
+// client for the controller, limited by -kube-qps and -kube-burst, and one
+// for the workload, limited by -workload-qps and -workload-burst only, so
+// that a controller-side limit does not throttle the load the controller
+// is measured against.
 type Cluster struct {
-	// Client is the clientset every request of the example goes through.
+	// Client is the controller's clientset.
 	Client kubernetes.Interface
-	// RestConfig is the real cluster's config, with the Limiter as its
-	// RateLimiter; for the fake cluster it points at a port nothing listens
-	// on (for a controller-runtime manager whose own client is not used).
+	// WorkloadClient is the workload's clientset: RestConfig's cluster with
+	// the WorkloadLimiter and WorkloadUserAgent.
+	WorkloadClient kubernetes.Interface
+	// RestConfig is the controller's client config: the cluster's host (for
+	// the embedded cluster, the Server's loopback URL), the Limiter as its
+	// RateLimiter (QPS and Burst are set to the flags' too, for whoever
+	// builds a client of their own from it) and ControllerUserAgent.
 	RestConfig *rest.Config
-	// Limiter is the client-side token bucket of -kube-qps and -kube-burst.
+	// Limiter is the controller's client-side token bucket (-kube-qps and
+	// -kube-burst).
 	Limiter *Limiter
+	// WorkloadLimiter is the workload's client-side token bucket
+	// (-workload-qps and -workload-burst), nil when it has none.
+	WorkloadLimiter *Limiter
 	// Where says which cluster it is, for the log.
 	Where string
 
-	fake    *fake.Clientset
-	version atomic.Int64
+	server    *Server         // the embedded cluster's; nil for a real one
+	transport *http.Transport // the clients' transport to server
 }
 
-// Embedded reports whether the cluster is the fake one.
-func (c *Cluster) Embedded() bool { return c.fake != nil }
+// Embedded reports whether the cluster is the embedded API server.
+func (c *Cluster) Embedded() bool { return c.server != nil }
 
-// Connect returns the cluster f asks for: with -kubeconfig a client of that
-// cluster limited by -kube-qps and -kube-burst, otherwise the embedded fake
-// cluster behind the same limiter. ctx bounds the fake cluster's life: its
-// requests wait for the limiter until ctx is done (the fake's requests carry
-// no context of their own), so pass one that outlives the controller's
-// workers.
-func Connect(ctx context.Context, f Flags) (*Cluster, error) {
-	lim := NewLimiter(f.KubeQPS, f.KubeBurst)
-	if f.Kubeconfig == "" {
-		return newFake(ctx, lim), nil
+// ServerStats returns the embedded API server's counts (zero for a real
+// cluster).
+func (c *Cluster) ServerStats() ServerStats {
+	if c.server == nil {
+		return ServerStats{}
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("-kubeconfig %s: %w", f.Kubeconfig, err)
+	return c.server.Stats()
+}
+
+// rejected returns the number of userAgent's requests the embedded API
+// server rejected with 429 (0 for a real cluster).
+func (c *Cluster) rejected(userAgent string) uint64 {
+	if c.server == nil {
+		return 0
+	}
+	return c.server.rejectedOf(userAgent)
+}
+
+// Close stops the embedded API server (its open watches end) and closes the
+// clients' idle connections to it; it does nothing for a real cluster. It
+// may be called more than once.
+func (c *Cluster) Close() {
+	if c.server == nil {
+		return
+	}
+	c.server.Close()
+	c.transport.CloseIdleConnections()
+}
+
+// Connect returns the cluster f asks for: with -kubeconfig, that cluster;
+// otherwise an embedded API server (Server, with -server-qps) on loopback,
+// which runs until ctx is done or Close is called. Either way the clients
+// go through client-go's REST client: the controller's (Client,
+// RestConfig) limited by -kube-qps and -kube-burst, the workload's
+// (WorkloadClient) by -workload-qps and -workload-burst.
+func Connect(ctx context.Context, f Flags) (*Cluster, error) {
+	if err := checkServerQPS(f); err != nil {
+		return nil, err
+	}
+	c := &Cluster{Limiter: NewLimiter(f.KubeQPS, f.KubeBurst)}
+	wburst := workloadBurst(f.WorkloadQPS, f.WorkloadBurst)
+	if f.WorkloadQPS > 0 {
+		c.WorkloadLimiter = NewLimiter(f.WorkloadQPS, wburst)
+	}
+	var rc *rest.Config
+	if f.Kubeconfig == "" {
+		srv, err := NewServer(ServerOptions{QPS: f.ServerQPS})
+		if err != nil {
+			return nil, err
+		}
+		c.server, c.transport = srv, newTransport()
+		context.AfterFunc(ctx, c.Close)
+		rc = &rest.Config{Host: srv.URL(), Transport: c.transport}
+		c.Where = "embedded API server at " + srv.URL()
+	} else {
+		var err error
+		rc, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("-kubeconfig %s: %w", f.Kubeconfig, err)
+		}
+		c.Where = "cluster at " + rc.Host
 	}
 	// RateLimiter wins over QPS and Burst; they are set too for whoever
 	// copies the config (controller-runtime's manager builds its own).
-	rc.QPS, rc.Burst, rc.RateLimiter = float32(f.KubeQPS), f.KubeBurst, lim
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
+	rc.QPS, rc.Burst, rc.RateLimiter, rc.UserAgent = float32(f.KubeQPS), f.KubeBurst, c.Limiter, ControllerUserAgent
+	wc := rest.CopyConfig(rc)
+	wc.UserAgent = WorkloadUserAgent
+	if c.WorkloadLimiter != nil {
+		wc.QPS, wc.Burst, wc.RateLimiter = float32(f.WorkloadQPS), wburst, c.WorkloadLimiter
+	} else {
+		wc.QPS, wc.Burst, wc.RateLimiter = -1, 0, nil // a negative QPS: no client-side limit
+	}
+	var err error
+	if c.Client, err = kubernetes.NewForConfig(rc); err != nil {
+		c.Close()
 		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)
 	}
-	return &Cluster{Client: cs, RestConfig: rc, Limiter: lim, Where: "cluster at " + rc.Host}, nil
-}
-
-// newFake is client-go's fake clientset with two behaviours of an API
-// server it lacks: every request waits for the client's token bucket, and
-// every create and update gets a new resource version (the fake stores the
-// object it is given; controller-runtime tells changes from resyncs by it).
-//
-// It is NewSimpleClientset's plain object tracker: NewClientset's
-// field-managed tracker builds a REST mapper of the whole scheme on every
-// write (testrestmapper.TestOnlyStaticRESTMapper: 74% of the CPU of a
-// create in a profile), 3.5 ms per ConfigMap created against 4 to 8 µs
-// here (5,000 creates: 17.6 s against 19 ms).
-func newFake(ctx context.Context, lim *Limiter) *Cluster {
-	cs := fake.NewSimpleClientset() //nolint:staticcheck // see above: NewClientset is some 500 times slower per write
-	c := &Cluster{Client: cs, RestConfig: &rest.Config{Host: "http://127.0.0.1:1"}, Limiter: lim, Where: "embedded fake cluster", fake: cs}
-	stamp := func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if a, ok := action.(interface{ GetObject() runtime.Object }); ok {
-			c.stamp(a.GetObject())
-		}
-		return false, nil, nil // the tracker stores the stamped object
+	if c.WorkloadClient, err = kubernetes.NewForConfig(wc); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("workload client for %s: %w", wc.Host, err)
 	}
-	cs.PrependReactor("create", "*", stamp)
-	cs.PrependReactor("update", "*", stamp)
-	// Prepended last, so it runs first: as rest.Request.tryThrottle does.
-	cs.PrependReactor("*", "*", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if err := lim.Wait(ctx); err != nil {
-			return true, nil, fmt.Errorf("client rate limiter Wait returned an error: %w", err)
-		}
-		return false, nil, nil
-	})
-	return c
+	c.RestConfig = rc
+	return c, nil
 }
 
-func (c *Cluster) stamp(obj runtime.Object) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetResourceVersion(strconv.FormatInt(c.version.Add(1), 10))
+// newTransport is the clients' transport to the embedded API server: its
+// own, so that Close can close its idle connections, and with enough of
+// them kept for the workers and the workload (http.DefaultTransport keeps
+// 2 per host and would dial anew for most requests).
+func newTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
 	}
 }

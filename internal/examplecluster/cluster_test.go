@@ -8,20 +8,44 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
-// apiServer is a stand-in API server on loopback that answers every request
-// with one ConfigMap, and counts the requests.
-func apiServer(t *testing.T) (kubeconfig string, requests *atomic.Int64) {
+// stub is a stand-in API server on loopback that answers every request with
+// one ConfigMap, and counts the requests by User-Agent.
+type stub struct {
+	mu     sync.Mutex
+	agents map[string]int
+}
+
+// requests returns the number of requests with userAgent ("" for all).
+func (s *stub) requests(userAgent string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if userAgent != "" {
+		return s.agents[userAgent]
+	}
+	n := 0
+	for _, c := range s.agents {
+		n += c
+	}
+	return n
+}
+
+// apiServer starts a stub and returns a kubeconfig of it.
+func apiServer(t *testing.T) (kubeconfig string, s *stub) {
 	t.Helper()
-	requests = new(atomic.Int64)
+	s = &stub{agents: map[string]int{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
+		s.mu.Lock()
+		s.agents[r.UserAgent()]++
+		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"demo-0000","namespace":"ns"},"data":{"version":"0"}}`)
 	}))
@@ -37,7 +61,7 @@ current-context: test
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return kubeconfig, requests
+	return kubeconfig, s
 }
 
 // TestRealClientUsesTheLimiter: with -kubeconfig, the requests go through
@@ -45,7 +69,7 @@ current-context: test
 // once in 1000 s, 3 requests reach the server and the 4th is refused by the
 // client (its wait would pass its deadline), as rest.Config.RateLimiter does.
 func TestRealClientUsesTheLimiter(t *testing.T) {
-	kubeconfig, requests := apiServer(t)
+	kubeconfig, server := apiServer(t)
 	c, err := Connect(context.Background(), Flags{Kubeconfig: kubeconfig, KubeQPS: 0.001, KubeBurst: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -65,41 +89,98 @@ func TestRealClientUsesTheLimiter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "client rate limiter") {
 		t.Fatalf("request 4, beyond the burst at 0.001/s: %v, want the client rate limiter's refusal", err)
 	}
-	if n := requests.Load(); n != 3 {
-		t.Errorf("the server saw %d requests, want 3", n)
+	if n := server.requests(ControllerUserAgent); n != 3 {
+		t.Errorf("the server saw %d requests of %s, want 3", n, ControllerUserAgent)
+	}
+
+	// The workload's client has no limit of its own by default, and its
+	// own User-Agent.
+	for i := range 5 {
+		if _, err := c.WorkloadClient.CoreV1().ConfigMaps("ns").Get(ctx, Name(0), metav1.GetOptions{}); err != nil {
+			t.Fatalf("workload request %d, with the controller's bucket empty: %v", i+1, err)
+		}
+	}
+	if n := server.requests(WorkloadUserAgent); n != 5 {
+		t.Errorf("the server saw %d requests of %s, want 5", n, WorkloadUserAgent)
 	}
 }
 
-// TestFakeClusterUsesTheLimiter: the embedded cluster's requests wait for
-// the same token bucket as a real client's (the fake clientset has none).
-func TestFakeClusterUsesTheLimiter(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := Connect(ctx, Flags{KubeQPS: 0.001, KubeBurst: 3})
+// TestEmbeddedClusterUsesTheLimiter: the embedded cluster's requests go
+// through client-go's REST client and the -kube-qps/-kube-burst bucket, as
+// a real cluster's do; the workload's client has its own bucket
+// (-workload-qps/-workload-burst).
+func TestEmbeddedClusterUsesTheLimiter(t *testing.T) {
+	c, err := Connect(context.Background(), Flags{KubeQPS: 0.001, KubeBurst: 3, WorkloadQPS: 0.001})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
+	if !c.Embedded() || c.RestConfig.RateLimiter != c.Limiter || !strings.HasPrefix(c.RestConfig.Host, "http://127.0.0.1:") || c.RestConfig.UserAgent != ControllerUserAgent {
+		t.Fatalf("rest.Config %+v: not the embedded API server's with the flags' limiter", c.RestConfig)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a token is 1000 s away
+	defer cancel()
 	cms := c.Client.CoreV1().ConfigMaps("ns")
 	for i := range 3 {
-		if _, err := cms.List(context.Background(), metav1.ListOptions{}); err != nil {
+		if _, err := cms.List(ctx, metav1.ListOptions{}); err != nil {
 			t.Fatalf("request %d, within the burst: %v", i+1, err)
 		}
 	}
-	done := make(chan error, 1)
-	go func() {
+	_, err = cms.List(ctx, metav1.ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "client rate limiter") {
+		t.Fatalf("request 4, beyond the burst at 0.001/s: %v, want the client rate limiter's refusal", err)
+	}
+	if n := c.ServerStats().Requests; n != 3 {
+		t.Errorf("the server saw %d requests, want 3", n)
+	}
+	wcms := c.WorkloadClient.CoreV1().ConfigMaps("ns")
+	if _, err := wcms.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("the workload's first request, with the controller's bucket empty: %v", err)
+	}
+	_, err = wcms.List(ctx, metav1.ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "client rate limiter") {
+		t.Fatalf("the workload's second request, beyond its burst of max(1, ceil(0.001)): %v, want its limiter's refusal", err)
+	}
+	if st := c.WorkloadLimiter.Stats(); st.Throttled != 0 || c.Limiter.Stats().Throttled != 0 {
+		t.Errorf("limiter stats %+v, %+v: a wait refused at once is no throttled request", st, c.Limiter.Stats())
+	}
+}
+
+// TestEmbeddedClusterStops: the embedded API server stops when Connect's
+// ctx ends, and on Close.
+func TestEmbeddedClusterStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Connect(ctx, Flags{KubeQPS: DefaultKubeQPS, KubeBurst: DefaultKubeBurst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cms := c.Client.CoreV1().ConfigMaps("ns")
+	if _, err := cms.List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	testutil.WaitFor(t, "the embedded API server to stop with Connect's ctx", func() bool {
 		_, err := cms.List(context.Background(), metav1.ListOptions{})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		t.Fatalf("request 4, beyond the burst at 0.001/s, did not wait: %v", err)
-	case <-time.After(50 * time.Millisecond):
+		return err != nil
+	})
+
+	c, err = Connect(context.Background(), Flags{KubeQPS: DefaultKubeQPS, KubeBurst: DefaultKubeBurst})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cancel() // the cluster's life ends: the waiting request is refused
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "client rate limiter Wait returned an error") {
-		t.Fatalf("request 4 after the cluster stopped: %v, want the client rate limiter's refusal", err)
+	c.Close()
+	if _, err := c.Client.CoreV1().ConfigMaps("ns").List(context.Background(), metav1.ListOptions{}); err == nil {
+		t.Error("a request after Close succeeded")
 	}
-	if st := c.Limiter.Stats(); st.Throttled != 1 {
-		t.Errorf("limiter stats %+v: want 1 throttled request", st)
+	c.Close() // again: no effect
+}
+
+// TestConnectRefusesServerQPSWithKubeconfig: -server-qps throttles only the
+// embedded API server.
+func TestConnectRefusesServerQPSWithKubeconfig(t *testing.T) {
+	_, err := Connect(context.Background(), Flags{Kubeconfig: "/nonexistent", KubeQPS: 1, KubeBurst: 1, ServerQPS: 5})
+	if err == nil || !strings.Contains(err.Error(), "API Priority and Fairness configuration") {
+		t.Errorf("Connect with -kubeconfig and -server-qps: %v, want a refusal naming API Priority and Fairness", err)
 	}
 }

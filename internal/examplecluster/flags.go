@@ -1,10 +1,12 @@
 // Package examplecluster is what otelqueue's two example controllers
 // (example/app and controllerruntime/example) share besides telemetry: their
-// common flags and how they are checked, the cluster they talk to (client-go's
-// fake clientset, or a real one through -kubeconfig) behind a client-go token
-// bucket limiter, the synthetic workload that writes ConfigMaps at a rate and
-// says when it falls behind, and the arithmetic of the summary line
-// (utilization, the worker count a saturated queue needs).
+// common flags and how they are checked, the cluster they talk to (an
+// embedded API server on loopback, or a real one through -kubeconfig)
+// through client-go's REST client with a token bucket limiter for the
+// controller and another for the workload, the synthetic workload that
+// writes ConfigMaps at a rate and says when it falls behind, and the
+// arithmetic of the summary line (utilization, the worker count a saturated
+// queue needs).
 package examplecluster
 
 import (
@@ -12,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -23,7 +26,8 @@ import (
 const (
 	// MaxChurn is the largest -churn accepted, in updates per second.
 	MaxChurn = 10000
-	// MaxKubeQPS is the largest -kube-qps accepted.
+	// MaxKubeQPS is the largest -kube-qps, -workload-qps and -server-qps
+	// accepted.
 	MaxKubeQPS = 100000
 )
 
@@ -50,10 +54,19 @@ type Flags struct {
 	Objects  int
 	Churn    float64 // updates per second
 	Latency  time.Duration
-	// KubeQPS and KubeBurst are the client's token bucket (rest.Config's QPS
-	// and Burst), applied to the fake cluster too.
+	// KubeQPS and KubeBurst are the controller's client-side token bucket
+	// (rest.Config's QPS and Burst), on the embedded cluster too.
 	KubeQPS   float64
 	KubeBurst int
+	// WorkloadQPS and WorkloadBurst are the workload's own client-side token
+	// bucket: WorkloadQPS 0 is none, WorkloadBurst 0 is
+	// max(1, ceil(WorkloadQPS)).
+	WorkloadQPS   float64
+	WorkloadBurst int
+	// ServerQPS is the embedded API server's simulated API Priority and
+	// Fairness limit, in requests per second of each client (0: none; see
+	// ServerOptions.QPS). A real cluster has its own.
+	ServerQPS float64
 
 	generate optionalBool
 }
@@ -72,18 +85,21 @@ type Defaults struct {
 
 // Register defines the shared flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
-	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "path to a kubeconfig: run against that cluster instead of the embedded fake one")
+	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "path to a kubeconfig: run against that cluster instead of the embedded one (an API server for ConfigMaps on loopback, over HTTP, backed by client-go's fake object tracker)")
 	fs.StringVar(&f.Namespace, "namespace", "otelqueue-demo", "namespace whose ConfigMaps the controller watches")
 	fs.DurationVar(&f.Duration, "duration", 0, "stop cleanly after this long (0: run until SIGINT or SIGTERM)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", d.MetricsAddr, "address serving Prometheus metrics at /metrics (empty: off)")
 	fs.IntVar(&f.Workers, "workers", d.Workers, d.WorkersUsage)
 	fs.DurationVar(&f.SummaryEvery, "summary-interval", 5*time.Second, "how often to print the queue summary line (0: never)")
-	fs.Var(&f.generate, "generate", "run the synthetic workload (default: on with the embedded fake cluster; off with -kubeconfig, where it writes ConfigMaps in -namespace, so it must be asked for)")
+	fs.Var(&f.generate, "generate", "run the synthetic workload (default: on with the embedded cluster; off with -kubeconfig, where it writes ConfigMaps in -namespace, so it must be asked for)")
 	fs.IntVar(&f.Objects, "objects", d.Objects, d.ObjectsUsage)
 	fs.Float64Var(&f.Churn, "churn", d.Churn, fmt.Sprintf("ConfigMap updates per second (at most %d)", MaxChurn))
 	fs.DurationVar(&f.Latency, "latency", d.Latency, d.LatencyUsage)
-	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "client requests per second to the API server, fake or real (rest.Config.QPS; client-go's default is 5; controller-runtime's GetConfig turns the client-side limit off and leaves it to the server's API Priority and Fairness)")
-	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
+	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "the controller's client requests per second to the API server, embedded or real (rest.Config.QPS; client-go's default is 5; controller-runtime's GetConfig turns the client-side limit off and leaves it to the server's API Priority and Fairness); the workload has a client of its own, see -workload-qps")
+	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "the controller's client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
+	fs.Float64Var(&f.WorkloadQPS, "workload-qps", 0, fmt.Sprintf("the workload's client requests per second, a limit of its own apart from the controller's -kube-qps (0: no client-side limit; at most %d)", MaxKubeQPS))
+	fs.IntVar(&f.WorkloadBurst, "workload-burst", 0, "the workload's client requests allowed at once above -workload-qps (0: max(1, ceil(-workload-qps)))")
+	fs.Float64Var(&f.ServerQPS, "server-qps", 0, "embedded cluster only: requests per second its API server accepts from each client (told apart by User-Agent: the controller and the workload), burst max(1, ceil(-server-qps)); beyond that it answers 429 Too Many Requests with Retry-After: 1, which client-go sleeps and retries up to 10 times; watches are exempt. A simulation of API Priority and Fairness (0: off; refused with -kubeconfig, where the real API server's own configuration applies)")
 }
 
 // Parse parses args into fs (whose flags include f's, see Register), checks
@@ -135,6 +151,20 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 	if f.KubeBurst < 1 {
 		bad("-kube-burst is %d: it must be at least 1 (a token bucket of size 0 lets no request through)", f.KubeBurst)
 	}
+	if err := CheckRate("-workload-qps", f.WorkloadQPS, false, MaxKubeQPS, "requests per second"); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case f.WorkloadBurst < 0:
+		bad("-workload-burst is %d: it must not be negative (0 means max(1, ceil(-workload-qps)))", f.WorkloadBurst)
+	case f.WorkloadBurst > 0 && f.WorkloadQPS == 0:
+		bad("-workload-burst is %d but -workload-qps is 0, no client-side limit: set -workload-qps too", f.WorkloadBurst)
+	}
+	if err := CheckRate("-server-qps", f.ServerQPS, false, MaxKubeQPS, "requests per second"); err != nil {
+		errs = append(errs, err)
+	} else if err := checkServerQPS(*f); err != nil {
+		errs = append(errs, err)
+	}
 	if f.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(f.MetricsAddr); err != nil {
 			bad("-metrics-addr %q: %v (use host:port, e.g. 127.0.0.1:9464)", f.MetricsAddr, err)
@@ -144,6 +174,23 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 		check(bad)
 	}
 	return errors.Join(errs...)
+}
+
+// checkServerQPS refuses -server-qps with -kubeconfig.
+func checkServerQPS(f Flags) error {
+	if f.ServerQPS != 0 && f.Kubeconfig != "" {
+		return fmt.Errorf("-server-qps is %v with -kubeconfig: it throttles the embedded API server only; a real API server's limits are its API Priority and Fairness configuration (FlowSchemas and PriorityLevelConfigurations)", f.ServerQPS)
+	}
+	return nil
+}
+
+// workloadBurst returns the workload's burst: burst, or for 0,
+// max(1, ceil(qps)).
+func workloadBurst(qps float64, burst int) int {
+	if burst > 0 {
+		return burst
+	}
+	return max(1, int(math.Ceil(qps)))
 }
 
 // CheckRate says what is wrong with the value v of a float flag that must

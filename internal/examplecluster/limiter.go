@@ -58,11 +58,20 @@ type LimiterStats struct {
 	Throttled uint64
 }
 
-// Stats returns the Limiter's counts.
+// Stats returns the Limiter's counts; a nil Limiter (no limit) has none.
 func (l *Limiter) Stats() LimiterStats {
+	if l == nil {
+		return LimiterStats{}
+	}
 	waited, _ := l.waits.Load(time.Now())
 	return LimiterStats{Waited: waited, Throttled: l.throttled.Load()}
 }
 
-// Limits returns the flags' values the Limiter was made from.
-func (l *Limiter) Limits() (qps float64, burst int) { return l.qps, l.burst }
+// Limits returns the flags' values the Limiter was made from; zero for a
+// nil Limiter (no limit).
+func (l *Limiter) Limits() (qps float64, burst int) {
+	if l == nil {
+		return 0, 0
+	}
+	return l.qps, l.burst
+}

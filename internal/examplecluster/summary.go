@@ -78,9 +78,9 @@ type Window struct {
 	// they finished.
 	Busy       time.Duration
 	Reconciles uint64
-	// LimiterWaited is the time the process's requests waited for the
-	// client's limiter: when the work is mostly that wait, more workers only
-	// wait longer.
+	// LimiterWaited is the time the controller's requests waited for its
+	// client-side limiter: when the work is mostly that wait, more workers
+	// only wait longer.
 	LimiterWaited time.Duration
 }
 
@@ -152,9 +152,16 @@ type Writes struct {
 	// of the interval; Slack the backlog that is no lag (a burst just due,
 	// half a second of churn).
 	Backlog, Slack uint64
-	LimiterWaited  time.Duration // all requests' waits for the client limiter
-	KubeQPS        float64
-	KubeBurst      int
+	// LimiterWaited is the time the workload's requests waited for its own
+	// client-side limiter, of WorkloadQPS and WorkloadBurst (0: none).
+	LimiterWaited time.Duration
+	WorkloadQPS   float64
+	WorkloadBurst int
+	// Rejected is the number of the workload's requests the embedded API
+	// server rejected with 429 under its limit of ServerQPS per client
+	// (client-go retried each after a second).
+	Rejected  uint64
+	ServerQPS float64
 }
 
 // Behind returns why the workload falls behind its schedule (its backlog
@@ -165,8 +172,10 @@ func (w Writes) Behind() string {
 		return ""
 	}
 	switch {
+	case w.Rejected > 0:
+		return fmt.Sprintf("the API server rejected %d writes with 429 (-server-qps %g), each retried after a second", w.Rejected, w.ServerQPS)
 	case w.LimiterWaited.Seconds() >= 0.25*w.Seconds:
-		return fmt.Sprintf("client rate limit (-kube-qps %g -kube-burst %d): requests waited %v for it", w.KubeQPS, w.KubeBurst, w.LimiterWaited.Round(time.Millisecond))
+		return fmt.Sprintf("client rate limit (-workload-qps %g -workload-burst %d): requests waited %v for it", w.WorkloadQPS, w.WorkloadBurst, w.LimiterWaited.Round(time.Millisecond))
 	case w.Failed > 0:
 		return fmt.Sprintf("%d writes failed", w.Failed)
 	case w.Done > 0:
@@ -186,7 +195,9 @@ func (w Writes) String() string {
 }
 
 // Meter reads the counters a summary line is made of: the queue's, the
-// workers' busy time, the workload's and the client limiter's.
+// workers' busy time, the controller's client limiter's and the
+// workload's (its own limiter's and the API server's rejections of its
+// requests included).
 type Meter struct {
 	Workers int
 	// Busy returns the workers' busy time until now (those in a reconcile
@@ -194,7 +205,8 @@ type Meter struct {
 	// Runner's Stats.
 	Busy     func(now time.Time) (time.Duration, uint64)
 	Workload *Workload // nil without a workload
-	Limiter  *Limiter
+	// Limiter is the controller's client-side limiter (Cluster.Limiter).
+	Limiter *Limiter
 }
 
 // Reading is one reading of a Meter's counters.
@@ -232,13 +244,17 @@ func (m *Meter) Line(prev, cur Reading) string {
 	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f %v",
 		float64(load.Adds)/secs, float64(st.Retries-ps.Retries)/secs, float64(load.Reconciles)/secs, load)
 	if m.Workload != nil {
-		qps, burst := m.Limiter.Limits()
+		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()
 		w := Writes{
 			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: m.Workload.slack(),
 			Requested: cur.Workload.Requested - prev.Workload.Requested,
 			Done:      cur.Workload.Done - prev.Workload.Done, Failed: cur.Workload.Failed - prev.Workload.Failed,
-			Busy: cur.Workload.Busy - prev.Workload.Busy, LimiterWaited: load.LimiterWaited,
-			KubeQPS: qps, KubeBurst: burst,
+			Busy:      cur.Workload.Busy - prev.Workload.Busy,
+			Rejected:  cur.Workload.Rejected - prev.Workload.Rejected,
+			ServerQPS: m.Workload.Cluster.ServerStats().QPS,
+			// The workload's own limiter: Window's is the controller's.
+			LimiterWaited: cur.Workload.LimiterWaited - prev.Workload.LimiterWaited,
+			WorkloadQPS:   qps, WorkloadBurst: burst,
 		}
 		line += " " + w.String()
 	}

@@ -26,11 +26,12 @@ import (
 // VersionKey is the data key the workload bumps on every write.
 const VersionKey = "version"
 
-// Workload writes the example's ConfigMaps: Seed creates them, Run updates
-// them at -churn per second (and BurstSize at once every BurstEvery), each
-// write a merge patch of the data version and the tracing.k8s.io/traceparent
-// annotation in a "workload update" span, so that the reconcile the write
-// causes links to it. It counts the writes it was asked for against those
+// Workload writes the example's ConfigMaps through its Cluster's
+// WorkloadClient: Seed creates them, Run updates them at -churn per second
+// (and BurstSize at once every BurstEvery), each write a merge patch of
+// the data version and the tracing.k8s.io/traceparent annotation in a
+// "workload update" span, so that the reconcile the write causes links to
+// it. It counts the writes it was asked for against those
 // done, for the summary.
 type Workload struct {
 	Cluster    *Cluster
@@ -63,16 +64,20 @@ func Name(i int) string { return fmt.Sprintf("demo-%04d", i) }
 const seedProgressEvery = 1000
 
 // Seed makes sure the namespace holds the workload's ConfigMaps. In the
-// embedded cluster they are put straight into the fake's object store (a
-// cluster's existing state, not client writes: 20,000 take well under a
-// second); on a real cluster they are created through the client, limited by
-// -kube-qps, and those that exist are kept. Seed returns ctx's error as soon
-// as ctx is done.
+// embedded cluster they are put straight into the API server's object store
+// (a cluster's existing state, not client writes: 20,000 take well under a
+// second); on a real cluster they are created through the WorkloadClient,
+// limited by -workload-qps, and those that exist are kept. Seed returns
+// ctx's error as soon as ctx is done.
 func (w *Workload) Seed(ctx context.Context) error {
 	c := w.Cluster
-	cms := c.Client.CoreV1().ConfigMaps(w.Namespace)
+	cms := c.WorkloadClient.CoreV1().ConfigMaps(w.Namespace)
 	if !c.Embedded() && w.Objects >= seedProgressEvery {
-		log.Printf("workload: creating %d ConfigMaps in %q (at most %.0f per second: -kube-qps)", w.Objects, w.Namespace, c.Limiter.qps)
+		limit := "no client-side limit: -workload-qps 0"
+		if qps, _ := c.WorkloadLimiter.Limits(); qps > 0 {
+			limit = fmt.Sprintf("at most %g per second: -workload-qps", qps)
+		}
+		log.Printf("workload: creating %d ConfigMaps in %q (%s)", w.Objects, w.Namespace, limit)
 	}
 	for i := range w.Objects {
 		if err := ctx.Err(); err != nil {
@@ -84,8 +89,7 @@ func (w *Workload) Seed(ctx context.Context) error {
 		}
 		var err error
 		if c.Embedded() {
-			c.stamp(cm)
-			err = c.fake.Tracker().Add(cm)
+			err = c.server.add(cm)
 		} else {
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			if i > 0 && i%seedProgressEvery == 0 {
@@ -98,7 +102,7 @@ func (w *Workload) Seed(ctx context.Context) error {
 			}
 			if apierrors.IsNotFound(err) {
 				// A create finds nothing only when the namespace is
-				// missing; the fake cluster never says so.
+				// missing; the embedded cluster never says so.
 				return fmt.Errorf("namespace %q does not exist in the %s: create it (kubectl create namespace %s) or name another with -namespace: %w",
 					w.Namespace, c.Where, w.Namespace, err)
 			}
@@ -120,7 +124,8 @@ func StopError(ctx context.Context, err error) error {
 }
 
 // Run writes at the requested rate until ctx is done. When the writes take
-// longer than the rate allows (a client limit, a slow API server), Run falls
+// longer than the rate allows (its client's limit, the API server's 429s,
+// a slow API server), Run falls
 // behind: it drops no requested write, so Stats shows the gap.
 func (w *Workload) Run(ctx context.Context) {
 	// The writes run without ctx's deadline: client-go's limiter refuses at
@@ -204,7 +209,7 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 	began := time.Now()
 	body, err := json.Marshal(patch)
 	if err == nil {
-		_, err = w.Cluster.Client.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
+		_, err = w.Cluster.WorkloadClient.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
 	}
 	w.busy.Add(int64(time.Since(began)))
 	switch {
@@ -230,17 +235,29 @@ type WorkloadStats struct {
 	// refused (stopping excepted).
 	Done, Failed uint64
 	// Busy is the time spent in writes, waiting for the client's limiter
-	// included.
+	// and client-go's retries of 429s included.
 	Busy time.Duration
+	// LimiterWaited is the time the workload's requests waited for its own
+	// client-side limiter (-workload-qps), since the cluster was connected.
+	LimiterWaited time.Duration
+	// Rejected is the number of the workload's requests the embedded API
+	// server rejected with 429 (-server-qps) and client-go retried, since
+	// the cluster was connected (0 on a real cluster).
+	Rejected uint64
 }
 
-// Stats returns the workload's counts (all zero before Run).
+// Stats returns the workload's counts (those of the writes zero before
+// Run).
 func (w *Workload) Stats() WorkloadStats {
+	var st WorkloadStats
+	if c := w.Cluster; c != nil {
+		st.LimiterWaited, st.Rejected = c.WorkloadLimiter.Stats().Waited, c.rejected(WorkloadUserAgent)
+	}
 	start := w.start.Load()
 	if start == nil {
-		return WorkloadStats{}
+		return st
 	}
-	st := WorkloadStats{Started: w.started.Load(), Done: w.done.Load(), Failed: w.failed.Load(), Busy: time.Duration(w.busy.Load())}
+	st.Started, st.Done, st.Failed, st.Busy = w.started.Load(), w.done.Load(), w.failed.Load(), time.Duration(w.busy.Load())
 	st.Requested = max(w.due(time.Since(*start)), st.Started)
 	return st
 }

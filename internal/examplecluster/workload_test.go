@@ -52,6 +52,7 @@ func TestSeedStopsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	ctx := &cancelAfter{Context: context.Background(), limit: 10}
 	w := &Workload{Cluster: c, Namespace: "ns", Objects: 100000}
 	err = w.Seed(ctx)
@@ -78,10 +79,13 @@ func TestSeedManyObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	w := &Workload{Cluster: c, Namespace: "ns", Objects: 20000}
+	start := time.Now()
 	if err := w.Seed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("seeded %d ConfigMaps in %v", w.Objects, time.Since(start))
 	if err := w.Seed(context.Background()); err != nil {
 		t.Fatalf("seeding again keeps what exists: %v", err)
 	}
@@ -95,15 +99,15 @@ func TestSeedManyObjects(t *testing.T) {
 }
 
 // TestRunEndsQuietlyAtTheDeadline runs the workload against a real client
-// far beyond its limit until a deadline: client-go's limiter refuses at once
+// far beyond its -workload-qps until a deadline: client-go's limiter refuses at once
 // any wait that would pass a deadline, which the workload must not log as a
 // write error ("rate: Wait(n=1) would exceed context deadline", some 40
 // lines at the end of every -duration run on a real cluster), and the
 // shortfall shows in Stats.
 func TestRunEndsQuietlyAtTheDeadline(t *testing.T) {
 	out := exampletest.CaptureLog(t)
-	kubeconfig, requests := apiServer(t)
-	c, err := Connect(context.Background(), Flags{Kubeconfig: kubeconfig, KubeQPS: 5, KubeBurst: 1})
+	kubeconfig, server := apiServer(t)
+	c, err := Connect(context.Background(), Flags{Kubeconfig: kubeconfig, KubeQPS: DefaultKubeQPS, KubeBurst: DefaultKubeBurst, WorkloadQPS: 5, WorkloadBurst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +119,11 @@ func TestRunEndsQuietlyAtTheDeadline(t *testing.T) {
 	if st.Done == 0 || st.Done >= st.Requested || st.Failed != 0 {
 		t.Errorf("stats %+v: want some writes done, fewer than requested, none failed", st)
 	}
-	if int64(st.Done) != requests.Load() {
-		t.Errorf("%d writes done, %d requests served", st.Done, requests.Load())
+	if n := server.requests(WorkloadUserAgent); int(st.Done) != n || server.requests("") != n {
+		t.Errorf("%d writes done, %d requests of the workload served, %d in all", st.Done, n, server.requests(""))
+	}
+	if st.LimiterWaited < 100*time.Millisecond {
+		t.Errorf("the workload waited %v for its -workload-qps 5 over 0.5 s, want most of it", st.LimiterWaited)
 	}
 	if strings.Contains(out.String(), "workload") {
 		t.Errorf("the workload logged at the deadline:\n%s", out)
