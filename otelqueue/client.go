@@ -18,8 +18,10 @@ import (
 // context.Background() or an informer's, count for no queue.
 type ClientStats struct {
 	// Attempts is the number of attempts that made at least one request
-	// through an instrumented client.
+	// through an instrumented client, and Work their work duration (from
+	// Get to Done): the whole of which the times below are parts.
 	Attempts uint64
+	Work     time.Duration
 	// Requests is the number of API round trips, Throttled those answered
 	// 429 Too Many Requests (API Priority and Fairness).
 	Requests, Throttled uint64
@@ -39,23 +41,24 @@ type ClientStats struct {
 type clientInstruments struct {
 	limiter, request, retryAfter metric.Float64Histogram
 
-	attempts, requests, throttled          atomic.Uint64
-	limiterWait, requestTime, retryAfterNs atomic.Int64
+	attempts, requests, throttled                atomic.Uint64
+	work, limiterWait, requestTime, retryAfterNs atomic.Int64
 }
 
 func newClientInstruments(in *instruments) *clientInstruments {
 	return &clientInstruments{limiter: in.clientLimiter, request: in.clientRequest, retryAfter: in.clientRetryAfter}
 }
 
-// record records w, the client work of an attempt that ended, when it used
-// an instrumented client. ctx carries the span the exemplars point to, if
-// any.
-func (c *clientInstruments) record(ctx context.Context, w *clientwork.Work, opts []metric.RecordOption) {
+// record records w, the client work of an attempt that ended after work,
+// when it used an instrumented client. ctx carries the span the exemplars
+// point to, if any.
+func (c *clientInstruments) record(ctx context.Context, w *clientwork.Work, work time.Duration, opts []metric.RecordOption) {
 	t := w.Totals()
 	if !t.Used {
 		return
 	}
 	c.attempts.Add(1)
+	c.work.Add(int64(work))
 	c.requests.Add(t.Requests)
 	c.throttled.Add(t.Throttled)
 	c.limiterWait.Add(int64(t.LimiterWait))
@@ -70,6 +73,7 @@ func (c *clientInstruments) record(ctx context.Context, w *clientwork.Work, opts
 func (c *clientInstruments) stats() ClientStats {
 	return ClientStats{
 		Attempts:        c.attempts.Load(),
+		Work:            time.Duration(c.work.Load()),
 		Requests:        c.requests.Load(),
 		Throttled:       c.throttled.Load(),
 		RateLimiterWait: time.Duration(c.limiterWait.Load()),

@@ -202,12 +202,12 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		// in the records (see Dequeued).
 		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...)
 		if a != nil {
-			o.client.record(context.Background(), &a.work, o.record)
+			o.client.record(context.Background(), &a.work, ended.Sub(started), o.record)
 		}
 		return
 	}
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	o.client.record(ctx, &a.work, o.record)
+	o.client.record(ctx, &a.work, ended.Sub(started), o.record)
 	endRoot(ctx, a.root, ended)
 }
 

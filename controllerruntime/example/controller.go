@@ -111,7 +111,13 @@ func runManager(ctx context.Context, cfg config) error {
 		w = nil
 	}
 	if cfg.SummaryEvery > 0 {
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter}
+		client := func() otelqueue.ClientStats {
+			if q := otq.Queue(); q != nil { // built when the controller starts
+				return q.Instrumentation().ClientStats()
+			}
+			return otelqueue.ClientStats{}
+		}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
 	log.Printf("controller %q watching ConfigMaps in %s of the %s with %d workers", controllerName, cfg.Namespace, cluster.Where, cfg.Workers)

@@ -82,7 +82,8 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
-	if _, err := otelqueue.Instrument(queue); err != nil {
+	inst, err := otelqueue.Instrument(queue)
+	if err != nil {
 		return err
 	}
 
@@ -136,7 +137,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			rs := runner.Stats()
 			return rs.Busy, rs.Success + rs.Error + rs.Requeue + rs.RequeueAfter + rs.Panic
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, runner, m) })
 	}
 	err = runner.Run(ctx) // returns after draining, with the queue shut down

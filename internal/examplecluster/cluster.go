@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/otelqueue/otelqueue/kubeclient"
 )
 
 // The User-Agents of the examples' two clients: a real API server's audit
@@ -35,7 +37,8 @@ type Cluster struct {
 	// RestConfig is the controller's client config: the cluster's host (for
 	// the embedded cluster, the Server's loopback URL), the Limiter as its
 	// RateLimiter (QPS and Burst are set to the flags' too, for whoever
-	// builds a client of their own from it) and ControllerUserAgent.
+	// builds a client of their own from it) and ControllerUserAgent,
+	// instrumented by kubeclient.Instrument.
 	RestConfig *rest.Config
 	// Limiter is the controller's client-side token bucket (-kube-qps and
 	// -kube-burst).
@@ -99,7 +102,7 @@ func Connect(ctx context.Context, f Flags) (*Cluster, error) {
 	}
 	var rc *rest.Config
 	if f.Kubeconfig == "" {
-		srv, err := NewServer(ServerOptions{QPS: f.ServerQPS})
+		srv, err := NewServer(ServerOptions{QPS: f.ServerQPS, Exempt: []string{WorkloadUserAgent}})
 		if err != nil {
 			return nil, err
 		}
@@ -125,7 +128,15 @@ func Connect(ctx context.Context, f Flags) (*Cluster, error) {
 	} else {
 		wc.QPS, wc.Burst, wc.RateLimiter = -1, 0, nil // a negative QPS: no client-side limit
 	}
-	var err error
+	// The controller's requests are measured (package kubeclient): those
+	// made in a reconcile count for its queue, for the summary line's
+	// split and bottleneck. The workload's are not: it stands for the
+	// cluster's other clients.
+	rc, err := kubeclient.Instrument(rc)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	if c.Client, err = kubernetes.NewForConfig(rc); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)

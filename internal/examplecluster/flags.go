@@ -99,7 +99,7 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "the controller's client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
 	fs.Float64Var(&f.WorkloadQPS, "workload-qps", 0, fmt.Sprintf("the workload's client requests per second, a limit of its own apart from the controller's -kube-qps (0: no client-side limit; at most %d)", MaxKubeQPS))
 	fs.IntVar(&f.WorkloadBurst, "workload-burst", 0, "the workload's client requests allowed at once above -workload-qps (0: max(1, ceil(-workload-qps)))")
-	fs.Float64Var(&f.ServerQPS, "server-qps", 0, "embedded cluster only: requests per second its API server accepts from each client (told apart by User-Agent: the controller and the workload), burst max(1, ceil(-server-qps)); beyond that it answers 429 Too Many Requests with Retry-After: 1, which client-go sleeps and retries up to 10 times; watches are exempt. A simulation of API Priority and Fairness (0: off; refused with -kubeconfig, where the real API server's own configuration applies)")
+	fs.Float64Var(&f.ServerQPS, "server-qps", 0, "embedded cluster only: requests per second its API server accepts from the controller, burst max(1, ceil(-server-qps)); beyond that it answers 429 Too Many Requests with Retry-After: 1, which client-go sleeps and retries up to 10 times. A simulation of the controller's API Priority and Fairness share: the workload stands for the cluster's other clients, with shares of their own, and watches are exempt (0: off; refused with -kubeconfig, where the real API server's own configuration applies)")
 }
 
 // Parse parses args into fs (whose flags include f's, see Register), checks

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,7 @@ type Server struct {
 
 	requests atomic.Uint64
 	mu       sync.Mutex
+	exempt   []string                                  // User-Agents not limited
 	buckets  map[string]flowcontrol.PassiveRateLimiter // by User-Agent
 	rejected map[string]uint64                         // by User-Agent
 }
@@ -101,6 +103,11 @@ type ServerOptions struct {
 	// retries. Watches are exempt, as their long-running part is. 0 is no
 	// limit.
 	QPS float64
+	// Exempt are User-Agents the QPS limit does not apply to, as API
+	// Priority and Fairness exempts a priority level or gives it a share
+	// of its own: the demo's workload stands for the cluster's other
+	// clients.
+	Exempt []string
 	// Clock is the token buckets' clock; nil means the real one.
 	Clock clock.PassiveClock
 
@@ -137,6 +144,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s := &Server{
 		store:    newStore(opts.history),
 		qps:      opts.QPS,
+		exempt:   slices.Clone(opts.Exempt),
 		clock:    opts.Clock,
 		url:      "http://" + ln.Addr().String(),
 		served:   make(chan struct{}),
@@ -207,7 +215,7 @@ func (s *Server) enter() bool {
 
 // admit takes a token of userAgent's bucket, or counts a rejection.
 func (s *Server) admit(userAgent string) bool {
-	if s.qps <= 0 {
+	if s.qps <= 0 || slices.Contains(s.exempt, userAgent) {
 		return true
 	}
 	s.mu.Lock()

@@ -541,6 +541,32 @@ func TestServerThrottlesEachClient(t *testing.T) {
 	}
 }
 
+// TestServerExemptUserAgent: an exempt user agent (the demo's workload)
+// is never throttled, while another one is.
+func TestServerExemptUserAgent(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Now())
+	srv := startServer(t, ServerOptions{QPS: 1, Exempt: []string{"workload"}, Clock: clk})
+	for i := range 5 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/api/v1/namespaces/ns/configmaps", nil)
+		req.Header.Set("User-Agent", "workload")
+		if st := doStatus(t, req); st.code != http.StatusOK {
+			t.Fatalf("the exempt user agent's request %d: %d %+v", i+1, st.code, st.Status)
+		}
+	}
+	codes := []int{}
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL()+"/api/v1/namespaces/ns/configmaps", nil)
+		req.Header.Set("User-Agent", "controller")
+		codes = append(codes, doStatus(t, req).code)
+	}
+	if codes[0] != http.StatusOK || codes[1] != http.StatusTooManyRequests {
+		t.Errorf("a limited user agent's two requests at 1/s: %v, want [200 429]", codes)
+	}
+	if st := srv.Stats(); st.Rejected["workload"] != 0 || st.Rejected["controller"] != 1 {
+		t.Errorf("rejections %v", st.Rejected)
+	}
+}
+
 // BenchmarkPatch is one merge patch of the workload's kind through the
 // embedded API server (client-go's REST client, HTTP on loopback, JSON)
 // against client-go's fake clientset with the reactors the embedded cluster

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -78,10 +79,12 @@ type Window struct {
 	// they finished.
 	Busy       time.Duration
 	Reconciles uint64
-	// LimiterWaited is the time the controller's requests waited for its
-	// client-side limiter: when the work is mostly that wait, more workers
-	// only wait longer.
-	LimiterWaited time.Duration
+	// Retries are the AddRateLimited and AddAfter calls (scheduler.Stats'
+	// Retries over the interval).
+	Retries uint64
+	// Client is where the time of the attempts that used the instrumented
+	// client and ended in the interval went.
+	Client Split
 }
 
 // Utilization is the busy time over the time the workers had:
@@ -93,13 +96,18 @@ func (w Window) Utilization() float64 {
 	return w.Busy.Seconds() / (float64(w.Workers) * w.Seconds)
 }
 
-// Arrivals is the rate at which work arrives, in adds per second: coalesced
-// adds count, since with enough workers each would have become a reconcile.
+// Arrivals is the rate at which work arrives, in adds per second: the adds
+// that became work and, once the queue is saturated, the coalesced adds too
+// (its adds then measure only what the workers could take), as
+// queue:workqueue_arrivals:rate5m in example/prometheus/rules.yml.
 func (w Window) Arrivals() float64 {
 	if w.Seconds <= 0 {
 		return 0
 	}
-	return float64(w.Adds+w.Coalesced) / w.Seconds
+	if w.Utilization() >= SaturatedAt {
+		return float64(w.Adds+w.Coalesced) / w.Seconds
+	}
+	return float64(w.Adds) / w.Seconds
 }
 
 // MeanWork is the mean time of one reconcile, zero when none finished.
@@ -126,18 +134,33 @@ func RecommendedWorkers(arrivalsPerSecond float64, meanWork time.Duration) int {
 	return int(n)
 }
 
+// Bottleneck classifies the interval (Classify): the client's split, the
+// retries' share of the adds, the Little's-law worker count against the
+// configured one.
+func (w Window) Bottleneck() Bottleneck {
+	return Classify(w.Client, w.Adds, w.Retries, w.Workers, RecommendedWorkers(w.Arrivals(), w.MeanWork()), w.Utilization())
+}
+
 // String is the load part of the summary line: utilization, coalesced adds
-// per second and, when saturated, the recommended worker count.
+// per second, where the work time went (split), the bottleneck with the
+// figure that decided it, and the worker count to run with: more only when
+// the bottleneck is workers.
 func (w Window) String() string {
 	var b strings.Builder
 	u := w.Utilization()
 	fmt.Fprintf(&b, "utilization=%.2f coalesced/s=%.1f", u, float64(w.Coalesced)/max(w.Seconds, 1e-9))
-	if u >= SaturatedAt {
-		fmt.Fprintf(&b, " saturated: %.1f arrivals/s × %v mean work / %.1f → recommend -workers %d",
-			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, RecommendedWorkers(w.Arrivals(), w.MeanWork()))
-		if w.LimiterWaited >= w.Busy/4 {
-			fmt.Fprintf(&b, ", but requests waited %v for the client rate limit: raise -kube-qps first, more workers would only wait longer", w.LimiterWaited.Round(time.Millisecond))
-		}
+	if w.Reconciles == 0 {
+		return b.String() // nothing finished: nothing to classify
+	}
+	law := RecommendedWorkers(w.Arrivals(), w.MeanWork())
+	bn := w.Bottleneck()
+	fmt.Fprintf(&b, " %v %v", w.Client, bn)
+	switch rec := bn.Recommend(w.Workers, law); {
+	case bn.Class == BottleneckWorkers:
+		fmt.Fprintf(&b, ": %.1f arrivals/s × %v mean work / %.1f → recommend -workers %d",
+			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, rec)
+	case bn.Class != BottleneckNone:
+		fmt.Fprintf(&b, " → no more than -workers %d", rec)
 	}
 	return b.String()
 }
@@ -207,6 +230,10 @@ type Meter struct {
 	Workload *Workload // nil without a workload
 	// Limiter is the controller's client-side limiter (Cluster.Limiter).
 	Limiter *Limiter
+	// Client returns where the queue's reconciles spent their time in the
+	// instrumented client (otelqueue.Instrumentation.ClientStats); nil:
+	// unknown.
+	Client func() otelqueue.ClientStats
 }
 
 // Reading is one reading of a Meter's counters.
@@ -217,6 +244,7 @@ type Reading struct {
 	Reconciles uint64
 	Workload   WorkloadStats
 	Limiter    LimiterStats
+	Client     otelqueue.ClientStats
 }
 
 // Read reads the counters now, with the queue's stats q.
@@ -225,6 +253,9 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	r.Busy, r.Reconciles = m.Busy(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
+	}
+	if m.Client != nil {
+		r.Client = m.Client()
 	}
 	return r
 }
@@ -239,10 +270,20 @@ func (m *Meter) Line(prev, cur Reading) string {
 		Seconds: secs, Workers: m.Workers,
 		Adds: st.Adds - ps.Adds, Coalesced: st.Coalesced - ps.Coalesced,
 		Busy: cur.Busy - prev.Busy, Reconciles: cur.Reconciles - prev.Reconciles,
-		LimiterWaited: cur.Limiter.Waited - prev.Limiter.Waited,
+		Retries: st.Retries - ps.Retries,
+	}
+	if m.Client != nil {
+		c, pc := cur.Client, prev.Client
+		load.Client = Split{
+			// The attempts that used the client and ended in the
+			// interval: Busy also holds those still running.
+			Work: c.Work - pc.Work, Client: c.Attempts > pc.Attempts,
+			LimiterWait: c.RateLimiterWait - pc.RateLimiterWait, RequestTime: c.RequestTime - pc.RequestTime,
+			RetryAfterWait: c.RetryAfterWait - pc.RetryAfterWait,
+		}
 	}
 	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f %v",
-		float64(load.Adds)/secs, float64(st.Retries-ps.Retries)/secs, float64(load.Reconciles)/secs, load)
+		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs, load)
 	if m.Workload != nil {
 		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()
 		w := Writes{

@@ -28,35 +28,51 @@ func TestRecommendedWorkers(t *testing.T) {
 
 func TestWindow(t *testing.T) {
 	// One worker busy 4.8 s of 5 with 96 reconciles of 50 ms; 150 adds and
-	// 50 coalesced: 40 arrivals/s.
+	// 50 coalesced: saturated, so 40 arrivals/s.
 	w := Window{Seconds: 5, Workers: 1, Adds: 150, Coalesced: 50, Busy: 4800 * time.Millisecond, Reconciles: 96}
 	if u := w.Utilization(); u < 0.959 || u > 0.961 {
 		t.Errorf("utilization %v, want 0.96", u)
 	}
 	if a := w.Arrivals(); a != 40 {
-		t.Errorf("arrivals %v/s, want 40 (coalesced adds count)", a)
+		t.Errorf("arrivals %v/s, want 40 (saturated: coalesced adds count)", a)
 	}
 	if m := w.MeanWork(); m != 50*time.Millisecond {
 		t.Errorf("mean work %v, want 50ms", m)
 	}
 	s := w.String()
-	for _, want := range []string{"utilization=0.96", "coalesced/s=10.0", "saturated:", "recommend -workers 3"} {
+	for _, want := range []string{"utilization=0.96", "coalesced/s=10.0", "split=unknown", "bottleneck=workers (Little's law 3 > configured)", "→ recommend -workers 3"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("%q lacks %q", s, want)
 		}
 	}
-	if strings.Contains(s, "kube-qps") {
-		t.Errorf("%q blames the client limit, which made no request wait", s)
+
+	// The same load, with most of the work waiting for the client's limiter.
+	w.Client = Split{Work: w.Busy, LimiterWait: 3 * time.Second, RequestTime: 240 * time.Millisecond, Client: true}
+	s = w.String()
+	for _, want := range []string{"split=own 0.33 limiter 0.62 api 0.05 retry-after 0.00", "bottleneck=client-rate-limit (limiter 0.62", "→ no more than -workers 1"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("work that is mostly waiting for the client limit: %q lacks %q", s, want)
+		}
+	}
+	if strings.Contains(s, "recommend") {
+		t.Errorf("%q recommends workers against a client limit", s)
 	}
 
-	w.LimiterWaited = 3 * time.Second
-	if s := w.String(); !strings.Contains(s, "raise -kube-qps first") {
-		t.Errorf("work that is mostly waiting for the client limit: %q does not say so", s)
+	// Not saturated: adds alone are the arrivals.
+	w = Window{Seconds: 5, Workers: 2, Adds: 100, Coalesced: 50, Busy: 2 * time.Second, Reconciles: 100}
+	if a := w.Arrivals(); a != 20 {
+		t.Errorf("arrivals %v/s below saturation, want 20 (adds only)", a)
 	}
-
-	w = Window{Seconds: 5, Workers: 2, Adds: 100, Busy: 2 * time.Second, Reconciles: 100}
-	if s := w.String(); s != "utilization=0.20 coalesced/s=0.0" {
+	if s := w.String(); s != "utilization=0.20 coalesced/s=10.0 split=unknown (no instrumented client) bottleneck=none (utilization 0.20)" {
 		t.Errorf("unsaturated: %q", s)
+	}
+	// Half the adds failing and coming back.
+	w.Retries = 60
+	if s := w.String(); !strings.Contains(s, "bottleneck=errors (retries 0.60 of adds > 0.50") || !strings.Contains(s, "→ no more than -workers 1") {
+		t.Errorf("retries 60 of 100 adds: %q", s)
+	}
+	if s := (Window{Seconds: 5, Workers: 2}).String(); s != "utilization=0.00 coalesced/s=0.0" {
+		t.Errorf("nothing finished: %q", s)
 	}
 }
 
