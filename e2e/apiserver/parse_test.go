@@ -20,11 +20,15 @@ type summary struct {
 	behind               string  // why the workload fell behind, if it did
 	depth, inFlight      int
 	hasWrites, hasBehind bool
+	// bottleneck is the line's class (bottleneck=<class>), "" when the
+	// line has none (nothing finished in its interval).
+	bottleneck string
 }
 
 var (
 	summaryRe = regexp.MustCompile(`queue \S+: depth=(\d+) .*in_flight=(\d+) .*adds/s=([\d.]+) retries/s=([\d.]+) reconciles/s=([\d.]+) utilization=([\d.]+)`)
 	writesRe  = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.*))?$`)
+	classRe   = regexp.MustCompile(` bottleneck=(\S+) `)
 )
 
 // parseSummary parses a summary line, reporting false for other lines.
@@ -40,6 +44,9 @@ func parseSummary(line string) (summary, bool) {
 	s.retries = atof(m[4])
 	s.reconciles = atof(m[5])
 	s.utilization = atof(m[6])
+	if c := classRe.FindStringSubmatch(line); c != nil {
+		s.bottleneck = c[1]
+	}
 	if w := writesRe.FindStringSubmatch(line); w != nil {
 		s.hasWrites = true
 		s.writes, s.requested = atof(w[1]), atof(w[2])

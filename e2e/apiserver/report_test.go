@@ -27,14 +27,22 @@ type row struct {
 
 // table collects the rows of the tests' runs.
 type table struct {
-	mu   sync.Mutex
-	rows []row
+	mu    sync.Mutex
+	rows  []row
+	notes []string // the classification runs', below the table
 }
 
 func (t *table) add(r row) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rows = append(t.rows, r)
+}
+
+// addNote adds a line below the table.
+func (t *table) addNote(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.notes = append(t.notes, s)
 }
 
 // markdown renders the table as docs/examples.md shows it.
@@ -49,6 +57,12 @@ func (t *table) markdown() string {
 			r.example, r.cluster, r.reconciles, r.writes, r.requested,
 			seconds(r.waitP50), short(r.queuedP50), seconds(r.waitP99), short(r.queuedP99),
 			seconds(r.workP50), seconds(r.workP99), short(r.outside), short(r.watchP50), r.utilization, r.note)
+	}
+	if len(t.notes) > 0 {
+		b.WriteString("\nBottleneck classification runs:\n\n")
+		for _, n := range t.notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
 	}
 	return b.String()
 }
