@@ -45,7 +45,7 @@ func TestExamplesOnAPIServer(t *testing.T) {
 			checkAnnotations(t, onServer, ns)
 			fake := measure(t, ex, "fake")
 			report.add(onServer.row(ex.name, "kube-apiserver "+shared.version, ""))
-			report.add(fake.row(ex.name, "fake clientset", ""))
+			report.add(fake.row(ex.name, "embedded API server", ""))
 		})
 	}
 }
