@@ -338,7 +338,15 @@ func TestApp(t *testing.T) {
 		})
 		checked := 0
 		for _, e := range exemplars[:min(5, len(exemplars))] {
-			tr, err := stack.JaegerAPI.GetTrace(context.Background(), e.TraceID())
+			// The collector's tail sampling decides a trace a second or two
+			// after its root span arrives (the stack keeps every trace):
+			// an exemplar of the run's last seconds may come first.
+			var tr Trace
+			err := poll(context.Background(), 30*time.Second, 200*time.Millisecond, func() error {
+				var err error
+				tr, err = stack.JaegerAPI.GetTrace(context.Background(), e.TraceID())
+				return err
+			})
 			if err != nil {
 				t.Errorf("exemplar trace %s: %v", e.TraceID(), err)
 				continue
