@@ -62,5 +62,7 @@ func run(m *testing.M) (code int) {
 	return code
 }
 
-// testsBudget is what the tests themselves need once the stack runs.
-const testsBudget = 3 * time.Minute
+// testsBudget is what the tests themselves need once the stack runs: the
+// whole package took 192 s before TestBottleneck (47 s) on 2026-12-02,
+// with room for a busier machine.
+const testsBudget = 6 * time.Minute
