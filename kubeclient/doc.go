@@ -16,8 +16,9 @@
 //     API server's own tracing joins it);
 //   - every wait for the rate limiter in kubernetes.client.rate_limiter.duration
 //     and, when it lasted WaitSpanThreshold or more inside a traced context,
-//     as a span "client rate limiter" over the wait; a wait before a retry
-//     that the server asked for with Retry-After, as a span "retry after".
+//     as a span "client rate limiter" over the wait; inside a reconcile
+//     attempt (below), client-go's wait before a retry that the server asked
+//     for with Retry-After, as a span "retry after".
 //
 // Inside a reconcile attempt of a queue instrumented by package otelqueue,
 // a request made with the reconciler's context (or one derived from it) is
