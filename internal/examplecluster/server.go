@@ -823,15 +823,16 @@ func (out reply) error(err error) {
 // object writes obj, whose kind is set, with code.
 func (out reply) object(code int, obj runtime.Object) {
 	var body bytes.Buffer
-	if err := out.info.Serializer.Encode(obj, &body); err != nil {
+	info := out.info
+	if err := info.Serializer.Encode(obj, &body); err != nil {
 		code = http.StatusInternalServerError
 		body.Reset()
 		st := apierrors.NewInternalError(fmt.Errorf("encoding the response: %w", err)).ErrStatus
 		st.TypeMeta = statusKind
 		_ = jsonInfo.Serializer.Encode(&st, &body)
-		out.info = jsonInfo
+		info = jsonInfo
 	}
-	out.w.Header().Set("Content-Type", out.info.MediaType)
+	out.w.Header().Set("Content-Type", info.MediaType)
 	out.w.WriteHeader(code)
 	_, _ = out.w.Write(body.Bytes()) // a client gone away is no error of the server's
 }

@@ -314,10 +314,10 @@ func (v storeView) Delete(gvr schema.GroupVersionResource, ns, name string, opts
 	if len(opts) > 0 && opts[0].Preconditions != nil {
 		p := opts[0].Preconditions
 		if p.UID != nil && *p.UID != om.GetUID() {
-			return apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, om.GetUID()))
+			return apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, om.GetUID()))
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != om.GetResourceVersion() {
-			return apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, om.GetResourceVersion()))
+			return apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, om.GetResourceVersion()))
 		}
 	}
 	if err := v.tracker().Delete(gvr, ns, name, opts...); err != nil {
