@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
+	"github.com/otelqueue/otelqueue/kubeclient"
 )
 
 // stub is a stand-in API server on loopback that answers every request with
@@ -74,8 +75,11 @@ func TestRealClientUsesTheLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Embedded() || c.RestConfig.RateLimiter != c.Limiter || c.RestConfig.QPS != 0.001 || c.RestConfig.Burst != 3 {
+	if c.Embedded() || c.RestConfig.RateLimiter.QPS() != float32(0.001) || c.RestConfig.QPS != 0.001 || c.RestConfig.Burst != 3 {
 		t.Fatalf("rest.Config: QPS %v, Burst %v, RateLimiter %T: not the flags' limiter", c.RestConfig.QPS, c.RestConfig.Burst, c.RestConfig.RateLimiter)
+	}
+	if _, err := kubeclient.Instrument(c.RestConfig); err == nil {
+		t.Errorf("the controller's rest.Config is not instrumented (kubeclient.Instrument accepted it)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a token is 1000 s away
 	defer cancel()
@@ -115,7 +119,7 @@ func TestEmbeddedClusterUsesTheLimiter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if !c.Embedded() || c.RestConfig.RateLimiter != c.Limiter || !strings.HasPrefix(c.RestConfig.Host, "http://127.0.0.1:") || c.RestConfig.UserAgent != ControllerUserAgent {
+	if !c.Embedded() || c.RestConfig.RateLimiter.QPS() != float32(0.001) || !strings.HasPrefix(c.RestConfig.Host, "http://127.0.0.1:") || c.RestConfig.UserAgent != ControllerUserAgent {
 		t.Fatalf("rest.Config %+v: not the embedded API server's with the flags' limiter", c.RestConfig)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a token is 1000 s away
