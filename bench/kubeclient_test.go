@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -102,5 +103,27 @@ func BenchmarkKubeClient(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkLifecycleClientAttribution is the cost, per attempt, of carrying
+// a Work for kubeclient's attribution, which otelqueue pays once a client
+// has been instrumented in the process: Lifecycle's scheduler-otel variants
+// with and without it, in the same run.
+func BenchmarkLifecycleClientAttribution(b *testing.B) {
+	keys := benchKeys(lifecycleKeys)
+	for _, v := range lifecycleVariants {
+		if v.name != "scheduler-otel" && v.name != "scheduler-otel-traced-unsampled" && v.name != "scheduler-otel-traced-sampled" {
+			continue
+		}
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("variant=%s/client=%v", v.name, on), func(b *testing.B) {
+				was := clientwork.SetEnabled(on)
+				defer clientwork.SetEnabled(was)
+				step, stop := v.start(b, queueName)
+				defer stop()
+				timeSteps(b, step, keys)
+			})
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -103,6 +104,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 		}
 	}
 
+	clientwork.Enable() // otelqueue's attempts carry a Work from now on
 	in := newInstruments(c.meterProvider)
 	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version()))
 	out := rest.CopyConfig(cfg)

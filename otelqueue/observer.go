@@ -81,6 +81,9 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
 		o.queueDuration.Record(context.Background(), wait, o.record...)
+		if !clientwork.Enabled() {
+			return ctx
+		}
 		return &attemptContext{Context: ctx}
 	}
 
@@ -117,6 +120,9 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// its durations are recorded with no span context (an exemplar
 		// linking to it would lead nowhere, whatever the exemplar filter).
 		o.queueDuration.Record(context.Background(), wait, o.record...)
+		if !clientwork.Enabled() {
+			return rootCtx
+		}
 		return &attemptContext{Context: rootCtx}
 	}
 
