@@ -9,6 +9,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -37,7 +38,9 @@ func exampleLogger() *slog.Logger {
 func ExampleLoggerFromContext() {
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
-	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
+	// The failed key's retry is a minute away: the example ends before it.
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments",
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Minute, time.Minute)})
 	inst, err := otelqueue.Instrument(queue, otelqueue.WithTracerProvider(tp))
 	if err != nil {
 		log.Fatal(err)
