@@ -59,15 +59,23 @@ func classifyRun(t *testing.T, ex example, where string, args ...string) classif
 	return c
 }
 
-// check fails t unless most measured lines that carry a class (a line
-// whose interval ended no reconcile has none) say want, the metrics' share
-// that decides want reaches its threshold, and the last line recommends no
-// more workers.
+// check fails t unless want is the class the measured lines that carry one
+// (a line whose interval ended no reconcile has none) say most often, in 3
+// lines at least, the metrics' share that decides want reaches its
+// threshold, and the last line recommends no more workers. (Under an API
+// server that rejects most requests few attempts end in a second, and a
+// line whose only ended attempts were quick ones can read otherwise:
+// 4 of 6 and 4 of 5 lines said server-throttling in a run of 2026-12-02.)
 func (c classification) check(t *testing.T, want, share string) {
 	t.Helper()
-	classified := classifyLines - c.classes[""]
-	if classified < 3 || c.classes[want]*2 <= classified {
-		t.Errorf("bottleneck=%s in %d of the %d measured summary lines with a class (%v); the last: %s", want, c.classes[want], classified, c.classes, c.last)
+	most := true
+	for class, n := range c.classes {
+		if class != "" && class != want && n >= c.classes[want] {
+			most = false
+		}
+	}
+	if c.classes[want] < 3 || !most {
+		t.Errorf("bottleneck=%s in %d of the %d measured summary lines (%v): want it the most frequent class, in 3 lines at least; the last: %s", want, c.classes[want], classifyLines, c.classes, c.last)
 	}
 	if c.split[share] < 0.25 {
 		t.Errorf("the %s share of the work time, from the metrics, is %.3f: below the 0.25 that makes it the bottleneck (split %v)", share, c.split[share], c.split)
