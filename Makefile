@@ -90,7 +90,7 @@ test-apiserver:
 	echo "== go test -race (e2e/apiserver)"; \
 	mkdir -p e2e/.results && cd e2e && \
 	OTELQUEUE_E2E_REPORT=$(CURDIR)/e2e/.results/apiserver.md $(GO) test -race -count=1 -timeout $(APISERVER_TIMEOUT) ./apiserver/... && \
-	echo "== the examples on the real control plane and on the fake cluster (e2e/.results/apiserver.md)" && \
+	echo "== the examples on the real control plane and on the embedded API server (e2e/.results/apiserver.md)" && \
 	cat .results/apiserver.md
 
 # gofmt over every Go file git tracks or would track (so not the module
