@@ -1,22 +1,29 @@
 // Command clientgo is the client-go controller of the consumer test: built in
 // a fresh module against otelqueue fetched with go get, it reconciles the
 // ConfigMaps of a fake cluster through an instrumented scheduler and a
-// Runner, and checks the metrics and traces it got. It exits 0 and prints
-// "ok" when everything was there.
+// Runner, whose reconciles read each ConfigMap again through a client
+// instrumented by kubeclient (from a loopback HTTP server standing in for
+// the API server), and checks the metrics, traces and client attribution it
+// got. It exits 0 and prints "ok" when everything was there.
 package main
 
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"example.com/consumer/check"
+	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -51,10 +58,28 @@ func run(ctx context.Context, sdk *check.SDK) error {
 		return err
 	}
 
+	// The reconciler's client, instrumented: its requests count for the queue.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"default"}}`))
+	}))
+	defer api.Close()
+	cfg, err := kubeclient.Instrument(&rest.Config{Host: api.URL}, kubeclient.WithMeterProvider(mp), kubeclient.WithTracerProvider(tp))
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
 	keys := check.NewKeys(objects)
 	runner, err := otelqueue.NewRunner(queue, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
-		_, span := tp.Tracer("consumer").Start(ctx, "sync "+key)
+		ctx, span := tp.Tracer("consumer").Start(ctx, "sync "+key)
 		defer span.End()
+		if _, err := client.CoreV1().ConfigMaps("default").Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+			return otelqueue.Result{}, err
+		}
 		keys.Reconciled(key)
 		return otelqueue.Result{}, nil
 	})
@@ -90,6 +115,9 @@ func run(ctx context.Context, sdk *check.SDK) error {
 	}
 	if linked < objects {
 		return fmt.Errorf("%d attempts link to the writer's trace, want %d", linked, objects)
+	}
+	if st := inst.ClientStats(); st.Requests < objects || st.Attempts < objects {
+		return fmt.Errorf("kubeclient: %d requests of %d attempts counted for the queue, want %d of each at least", st.Requests, st.Attempts, objects)
 	}
 	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps; spans %v\n", otelqueue.Version(), objects, names)
 	return nil
