@@ -72,6 +72,9 @@ type Telemetry struct {
 // handler globally, and starts serving /metrics. A malformed or unsupported
 // OTEL_* value is an error that names it.
 func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
+	if err := checkSDKEnv(); err != nil {
+		return nil, err
+	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(cfg.ServiceName)),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
