@@ -8,6 +8,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -103,4 +104,44 @@ func (e *env) endedAttempt(t testing.TB, key string, n int) (root, queued, recon
 		return false
 	})
 	return attemptSpans(t, e.sr.Ended(), key, n)
+}
+
+// TestStopThenInstrumentWithoutTracing: a key in flight at Stop, then the
+// queue instrumented again with tracing off (metrics only) before its Done:
+// the attempt's spans, started by the first instrumentation, still end at
+// its Done, as Stop promises (they were left open forever before), and its
+// work is measured once, by the instrumentation installed at its Done.
+func TestStopThenInstrumentWithoutTracing(t *testing.T) {
+	for _, sampled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sampled=%v", sampled), func(t *testing.T) {
+			cfg := envConfig{}
+			if !sampled {
+				cfg.sampler = sdktrace.NeverSample()
+			}
+			e := newEnv(t, cfg)
+			e.q.Add("a")
+			e.getKey(t, "a")
+			if err := e.inst.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			second, err := otelqueue.Instrument(e.q, otelqueue.WithMeterProvider(e.mp), otelqueue.WithTracerProvider(tracenoop.NewTracerProvider()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Stop()
+			e.step(time.Second)
+			e.q.Done("a")
+			assertAllEnded(t, e.sr)
+			if sampled {
+				root, _, rec := attemptSpans(t, e.sr.Ended(), "a", 1)
+				if want := t0.Add(time.Second); !root.EndTime().Equal(want) || !rec.EndTime().Equal(want) {
+					t.Errorf("root and reconcile end at %v and %v, want %v (a's Done)", root.EndTime(), rec.EndTime(), want)
+				}
+			}
+			m := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricWorkDuration)
+			if p := histogramPoint(t, m); p.Count != 1 {
+				t.Errorf("the work duration counted %d attempts, want 1", p.Count)
+			}
+		})
+	}
 }
