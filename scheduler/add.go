@@ -67,7 +67,7 @@ type AddOptions struct {
 	// priority 0. Priorities beyond the int32 range are clamped to it. Any
 	// number of distinct priorities may be used: an add or a get costs
 	// O(log P) for P priorities with ready keys, and drained priorities
-	// cost nothing.
+	// release their memory (the scheduler keeps at most 16 empty levels).
 	Priority int
 }
 

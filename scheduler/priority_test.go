@@ -360,3 +360,71 @@ func TestPriorityClamped(t *testing.T) {
 		t.Errorf("handed out %q, want %q", got, want)
 	}
 }
+
+// drainPriorities adds n keys to a new scheduler, at n distinct priorities
+// or (distinct false) all at priority 0, and takes them all out (Get, Done).
+func drainPriorities(t *testing.T, n int, distinct bool) *Scheduler[int] {
+	t.Helper()
+	s := New(Config[int]{})
+	for i := range n {
+		p := 0
+		if distinct {
+			p = i
+		}
+		s.AddWithOptions(context.Background(), AddOptions{Priority: p}, i)
+	}
+	for range n {
+		k, shutdown := s.Get()
+		if shutdown {
+			t.Fatal("shut down")
+		}
+		s.Done(k)
+	}
+	if st := s.Stats(); st.Depth != 0 || st.InFlight != 0 {
+		t.Fatalf("not drained: %+v", st)
+	}
+	return s
+}
+
+// TestDrainedPrioritiesReleaseTheirMemory: a queue that held 200,000 keys
+// at as many priorities keeps, once drained, no more than a queue that held
+// them at one priority, give or take a few levels: the levels' map and heaps are
+// rebuilt small (before, the map's buckets and the heaps' arrays kept 11.6
+// MiB, sized by the peak).
+func TestDrainedPrioritiesReleaseTheirMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200,000 priorities")
+	}
+	const n = 200_000
+	s := drainPriorities(t, n, true)
+	r := &s.ready
+	if c := cap(r.byPrio.nodes); c > shrinkAbove {
+		t.Errorf("the priority heap keeps %d slots for %d levels with ready keys", c, len(r.byPrio.nodes))
+	}
+	if c := cap(r.byAge.nodes); c > shrinkAbove {
+		t.Errorf("the age heap keeps %d slots for %d levels with ready keys", c, len(r.byAge.nodes))
+	}
+	if len(r.levels) > maxIdleLevels || r.levelsPeak > 4*shrinkAbove {
+		t.Errorf("%d levels kept, the map sized for %d: want at most %d, and a map sized for at most %d", len(r.levels), r.levelsPeak, maxIdleLevels, 4*shrinkAbove)
+	}
+
+	// What the process keeps, measured: the drained queue against one that
+	// held as many keys at one priority (the keys' own map is sized by their
+	// peak in both).
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := heap()
+	one := drainPriorities(t, n, false)
+	withOne := heap()
+	many := drainPriorities(t, n, true)
+	withMany := heap()
+	runtime.KeepAlive(one)
+	runtime.KeepAlive(many)
+	if extra := int64(withMany-withOne) - int64(withOne-base); extra > 1<<20 {
+		t.Errorf("a drained queue of %d priorities keeps %d KiB more than one of a single priority, want under 1 MiB", n, extra>>10)
+	}
+}

@@ -100,11 +100,15 @@ func (q *fifo[K]) compact() {
 // maxIdleLevels levels are kept.
 type readyQueue[K comparable] struct {
 	levels map[int32]*level[K] // every level kept, ready keys or idle
-	byPrio levelHeap[K]        // levels with ready keys, highest priority first
-	byAge  levelHeap[K]        // levels with ready keys, by their first key's readySince
-	idle   []*level[K]         // idle levels, least recently drained first; at most maxIdleLevels
-	spare  []*level[K]         // dropped levels, kept for reuse
-	n      int                 // ready entries (stale slots not counted)
+	// levelsPeak is the most levels the map has held since it was made: a
+	// Go map keeps its buckets when emptied, so evict makes a new one once
+	// the levels fall far below it.
+	levelsPeak int
+	byPrio     levelHeap[K] // levels with ready keys, highest priority first
+	byAge      levelHeap[K] // levels with ready keys, by their first key's readySince
+	idle       []*level[K]  // idle levels, least recently drained first; at most maxIdleLevels
+	spare      []*level[K]  // dropped levels, kept for reuse
+	n          int          // ready entries (stale slots not counted)
 	// parked is the drained level left in the heaps because it was the only
 	// one there: a queue whose keys all have one priority drains after
 	// nearly every Get, and its next key comes at the same priority. Set
@@ -145,6 +149,7 @@ func (r *readyQueue[K]) level(p int32) *level[K] {
 		r.byPrio.which, r.byAge.which = 0, 1
 	}
 	r.levels[p] = l
+	r.levelsPeak = max(r.levelsPeak, len(r.levels))
 	r.evict()
 	return l
 }
@@ -271,6 +276,33 @@ func (r *readyQueue[K]) evict() {
 		if len(r.spare) < maxIdleLevels {
 			r.spare = append(r.spare, l)
 		}
+	}
+	// Release what a burst of many priorities left behind once it is
+	// drained: the map's buckets and the heaps' arrays, all sized by the
+	// peak. Each is rebuilt at most once per halving of its size since the
+	// last rebuild, so the copies cost O(1) per level dropped.
+	if r.levelsPeak > shrinkAbove && len(r.levels) <= r.levelsPeak/4 {
+		m := make(map[int32]*level[K], len(r.levels))
+		for p, l := range r.levels {
+			m[p] = l
+		}
+		r.levels, r.levelsPeak = m, len(m)
+	}
+	r.byPrio.shrink()
+	r.byAge.shrink()
+}
+
+// shrinkAbove is the number of levels, or of heap slots, below which the
+// scheduler keeps what it allocated: a queue of a few priorities never
+// rebuilds anything.
+const shrinkAbove = 4 * maxIdleLevels
+
+// shrink reallocates the heap's array once it holds under a quarter of its
+// capacity, to twice its length: a heap that held many levels releases
+// their slots when they drain.
+func (h *levelHeap[K]) shrink() {
+	if c := cap(h.nodes); c > shrinkAbove && len(h.nodes) <= c/4 {
+		h.nodes = append(make([]levelNode[K], 0, max(2*len(h.nodes), maxIdleLevels)), h.nodes...)
 	}
 }
 
