@@ -120,7 +120,7 @@ func runManager(ctx context.Context, cfg config) error {
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
-	log.Printf("controller %q watching ConfigMaps in %s of the %s with %d workers", controllerName, cfg.Namespace, cluster.Where, cfg.Workers)
+	log.Printf("controller %q watching ConfigMaps in %s of the %s with %s", controllerName, cfg.Namespace, cluster.Where, examplecluster.Workers(cfg.Workers))
 	err = mgr.Start(ctx)
 	if n := rec.interrupted.Load(); n > 0 {
 		log.Printf("%d reconciles interrupted by the stop: returned for later, not counted as errors", n)

@@ -118,7 +118,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 	}
 
-	log.Printf("controller %q running against the %s, namespace %q, %d workers", queueName, where, cfg.Namespace, cfg.Workers)
+	log.Printf("controller %q running against the %s, namespace %q, %s", queueName, where, cfg.Namespace, examplecluster.Workers(cfg.Workers))
 	if tel.MetricsURL != "" {
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
 	}
@@ -126,6 +126,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))
 	} else {
 		log.Printf("no OTLP export (set OTEL_EXPORTER_OTLP_ENDPOINT to send traces and metrics to a collector)")
+	}
+	if len(tel.Console) > 0 {
+		log.Printf("writing %s to stdout (console exporter)", strings.Join(tel.Console, " and "))
 	}
 
 	var wg sync.WaitGroup

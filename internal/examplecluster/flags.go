@@ -231,3 +231,11 @@ func (b *optionalBool) Set(s string) error {
 	b.set, b.value = true, v
 	return nil
 }
+
+// Workers says n workers in words: "1 worker", "4 workers".
+func Workers(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
+}

@@ -99,3 +99,11 @@ func TestUsage(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkers(t *testing.T) {
+	for n, want := range map[int]string{1: "1 worker", 2: "2 workers", 0: "0 workers"} {
+		if got := Workers(n); got != want {
+			t.Errorf("Workers(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -49,3 +49,30 @@ func TestSetupRefusesWhatTheSDKMishandles(t *testing.T) {
 		}
 	}
 }
+
+// TestSetupSaysWhatGoesToTheConsole: with the console exporter named, the
+// Telemetry says which signals go to stdout, so that the app's start line
+// says more than "no OTLP export".
+func TestSetupSaysWhatGoesToTheConsole(t *testing.T) {
+	for _, tc := range []struct {
+		traces, metrics string
+		want            string
+	}{
+		{"console", "none", "traces"},
+		{"none", "console", "metrics"},
+		{"console", "console", "traces metrics"},
+		{"none", "none", ""},
+	} {
+		setEnv(t, "OTEL_TRACES_EXPORTER", tc.traces, "OTEL_METRICS_EXPORTER", tc.metrics)
+		tel, err := Setup(context.Background(), Config{ServiceName: "console"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(tel.Console, " "); got != tc.want {
+			t.Errorf("traces=%s metrics=%s: Console %q, want %q", tc.traces, tc.metrics, got, tc.want)
+		}
+		if err := tel.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -268,6 +268,13 @@ func newExporters[E any](ctx context.Context, signal string, names []string, f e
 	return exps, targets, nil
 }
 
+// consoleNamed reports whether the signal's exporters variable names the
+// console exporter (Setup has checked the variable before).
+func consoleNamed(signal string) bool {
+	names, err := exporterNames(signal, "otlp", "prometheus", "console", "none")
+	return err == nil && slices.Contains(names, "console")
+}
+
 // spanExporters returns the span exporters OTEL_TRACES_EXPORTER asks for,
 // and the OTLP targets among them.
 func spanExporters(ctx context.Context) ([]sdktrace.SpanExporter, []otlpTarget, error) {

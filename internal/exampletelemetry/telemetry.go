@@ -59,6 +59,9 @@ type Telemetry struct {
 	// OTLP says what goes where over OTLP, as dialled, e.g. "traces over
 	// OTLP gRPC to 127.0.0.1:4317 (plaintext)".
 	OTLP []string
+	// Console names the signals written to stdout (OTEL_TRACES_EXPORTER,
+	// OTEL_METRICS_EXPORTER=console): "traces", "metrics".
+	Console []string
 
 	server   *http.Server
 	logf     func(format string, args ...any)
@@ -134,6 +137,12 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	for _, tg := range traceTargets {
 		t.OTLP = append(t.OTLP, "traces over "+tg.String())
+	}
+	if consoleNamed(signalTraces) {
+		t.Console = append(t.Console, "traces")
+	}
+	if consoleNamed(signalMetrics) {
+		t.Console = append(t.Console, "metrics")
 	}
 	for _, tg := range metricTargets {
 		t.OTLP = append(t.OTLP, "metrics over "+tg.String())
