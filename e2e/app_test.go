@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,31 +155,7 @@ func (a *appRun) stop() {
 
 // reconciles returns the app's reconcile count from its own /metrics.
 func (a *appRun) reconciles() (float64, error) {
-	resp, err := http.Get(a.metrics)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "workqueue_reconcile_results_total{") {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q: %v", line, err)
-		}
-		sum += v
-		found = true
-	}
-	if !found {
-		return 0, errors.New("no workqueue_reconcile_results_total yet")
-	}
-	return sum, sc.Err()
+	return scrapeSum(a.metrics, "workqueue_reconcile_results_total")
 }
 
 // rssKB returns the app's resident memory.

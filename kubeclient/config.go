@@ -3,13 +3,14 @@ package kubeclient
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
 // ScopeName is the instrumentation scope name of the meter and tracer this
@@ -63,19 +64,19 @@ func newConfig(opts []Option) (config, error) {
 			o.apply(&c)
 		}
 	}
-	if isNil(c.meterProvider) {
+	if nilcheck.IsNil(c.meterProvider) {
 		if c.meterProvider != nil {
 			c.errs = append(c.errs, typedNil("WithMeterProvider", c.meterProvider))
 		}
 		c.meterProvider = otel.GetMeterProvider()
 	}
-	if isNil(c.tracerProvider) {
+	if nilcheck.IsNil(c.tracerProvider) {
 		if c.tracerProvider != nil {
 			c.errs = append(c.errs, typedNil("WithTracerProvider", c.tracerProvider))
 		}
 		c.tracerProvider = otel.GetTracerProvider()
 	}
-	if isNil(c.propagators) {
+	if nilcheck.IsNil(c.propagators) {
 		if c.propagators != nil {
 			c.errs = append(c.errs, typedNil("WithPropagators", c.propagators))
 		}
@@ -84,19 +85,7 @@ func newConfig(opts []Option) (config, error) {
 	return c, errors.Join(c.errs...)
 }
 
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// map, slice, function or channel.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch r := reflect.ValueOf(v); r.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return r.IsNil()
-	}
-	return false
-}
-
+// typedNil is the error for a typed nil v given to option.
 func typedNil(option string, v any) error {
 	return fmt.Errorf("kubeclient: %s was given a nil %T: pass a provider, or leave the option out for the global one", option, v)
 }

@@ -2,22 +2,12 @@ package otelqueue
 
 import (
 	"fmt"
-	"reflect"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
-// isNil reports whether v is nil or holds a nil pointer, map, slice, func,
-// channel or interface: a typed nil passed where an interface was expected,
-// whose methods would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
-}
+// isNil reports whether v is nil or a typed nil (nilcheck.IsNil).
+func isNil(v any) bool { return nilcheck.IsNil(v) }
 
 // typedNil is the error for a typed nil v given to option.
 func typedNil(option string, v any) error {
