@@ -2,6 +2,8 @@ package kubeclient_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -117,5 +120,38 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 				testutil.OneSpan(t, spans, kubeclient.SpanRetryAfter)
 			}
 		})
+	}
+}
+
+// TestConcurrentRequestsOfOneAttempt: a reconciler may issue requests from
+// several goroutines with the attempt's ctx; each counts once (run with
+// -race).
+func TestConcurrentRequestsOfOneAttempt(t *testing.T) {
+	srv := newAPIServer(t)
+	tel := newTelemetry(t)
+	cs := tel.clientset(t, &rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	work := &clientwork.Work{}
+	ctx := clientwork.NewContext(context.Background(), work)
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := cs.CoreV1().ConfigMaps("demo").Get(ctx, fmt.Sprintf("cm-%d", i), metav1.GetOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := work.Totals(); got.Requests != n || got.RequestTime <= 0 {
+		t.Errorf("%+v, want %d requests", got, n)
+	}
+}
+
+// TestClientStatsOfNoInstrumentation: ClientStats on a nil Instrumentation
+// is zero, not a panic.
+func TestClientStatsOfNoInstrumentation(t *testing.T) {
+	var inst *otelqueue.Instrumentation
+	if st := inst.ClientStats(); st != (otelqueue.ClientStats{}) {
+		t.Errorf("%+v", st)
 	}
 }
