@@ -199,8 +199,8 @@ func (o *observer[K]) links(it *scheduler.Item[K], links []trace.Link) []trace.L
 	return links
 }
 
-// Done records the work duration inside the reconcile span and ends the
-// attempt's spans.
+// Done ends the attempt's spans and records its work duration, with the
+// attempt's span context for exemplars.
 func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 	a, _ := ctx.(*attemptContext)
 	if a == nil || a.root == nil {
@@ -212,9 +212,12 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		}
 		return
 	}
+	// The spans end first: whoever sees the attempt counted (Stats,
+	// ClientStats) finds its spans ended. The records still carry the
+	// span context for exemplars.
+	endRoot(ctx, a.root, ended)
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
 	o.client.record(ctx, &a.work, ended.Sub(started), o.record)
-	endRoot(ctx, a.root, ended)
 }
 
 // attemptContext is the context an attempt's processing runs in: the
