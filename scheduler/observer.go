@@ -55,13 +55,44 @@ type WallClockObserver[K comparable] interface {
 // Observer installed the queue reads the clock on every Add, Get and Done.
 func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.mu.Lock()
+	s.setObserverLocked(obs)
+	s.mu.Unlock()
+}
+
+// CompareAndSwapObserver installs obs as SetObserver does, but only if the
+// Observer installed is old (nil: none), and reports whether it did. It lets
+// instrumentation install itself without replacing an Observer someone else
+// installed meanwhile, and remove itself without removing a newer one:
+// otelqueue.Instrument and Instrumentation.Stop use it. An old whose dynamic
+// type is not comparable (a func, say) matches nothing.
+func (s *Scheduler[K]) CompareAndSwapObserver(old, obs Observer[K]) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !sameObserver(s.obs, old) {
+		return false
+	}
+	s.setObserverLocked(obs)
+	return true
+}
+
+// sameObserver reports a == b, and false where comparing them would panic
+// (two values of one uncomparable dynamic type).
+func sameObserver[K comparable](a, b Observer[K]) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
 	s.wallClock = obs != nil
 	if w, ok := obs.(WallClockObserver[K]); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
-	s.mu.Unlock()
 }
 
 // Observer returns the Observer installed with SetObserver, or nil.
