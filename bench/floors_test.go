@@ -26,7 +26,7 @@ import (
 // tracing is on: the SDK's default trace-based exemplar filter looks it up
 // and, the span being unsampled, keeps no exemplar.
 func startSDKFloorMetrics(tb testing.TB, name string) (func(string) string, func()) {
-	meter := newMeterProvider(name).Meter(otelqueue.ScopeName, metric.WithInstrumentationVersion(otelqueue.Version()))
+	meter := newMeterProvider(name).Meter(otelqueue.ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
 	queueDuration := floorHistogram(tb, meter, otelqueue.MetricQueueDuration)
 	workDuration := floorHistogram(tb, meter, otelqueue.MetricWorkDuration)
 	record := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
@@ -104,7 +104,7 @@ func floorHistogram(tb testing.TB, m metric.Meter, name string) metric.Float64Hi
 // there.
 func startSDKFloorUnsampled(_ testing.TB, name string) (func(string) string, func()) {
 	tracer := newTracerProvider(name, sdktrace.NeverSample()).Tracer(otelqueue.ScopeName,
-		trace.WithInstrumentationVersion(otelqueue.Version()))
+		trace.WithInstrumentationVersion(otelqueue.Version))
 	link := trace.WithLinks(trace.Link{
 		SpanContext: trace.SpanContextFromContext(enqueueContext(false)),
 		Attributes:  []attribute.KeyValue{otelqueue.AttrLinkKind.String("enqueue")},

@@ -19,6 +19,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // linkSources are the link sources BenchmarkLinkSource compares, on the
@@ -83,7 +84,7 @@ func startObjectSource(tb testing.TB, opts cache.Options) (otelqueue.LinkSource[
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name},
 			Data:       map[string]string{"version": "1"},
 		}
-		otelqueue.InjectTraceparent(trace.ContextWithSpanContext(ctx, objectWriter(i)), cm)
+		traceparent.Inject(trace.ContextWithSpanContext(ctx, objectWriter(i)), cm)
 		if _, err := cs.CoreV1().ConfigMaps(r.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			tb.Fatal(err)
 		}

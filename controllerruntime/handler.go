@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // ContextAdder is the part of a queue that keeps the caller's span context,
@@ -28,7 +28,7 @@ type ContextAdder[request comparable] interface {
 // the object's namespace and name, as controller-runtime's does, through
 // the queue's AddWithOptions with the handler's ctx and, when the object has
 // a valid tracing.k8s.io/traceparent annotation, that span context (read by
-// an otelqueue.TraceparentReader built with opts, so by default a link
+// an traceparent.Reader built with opts, so by default a link
 // only, its sampled flag cleared). The reconcile trace then links to the
 // writer of the object.
 //
@@ -43,18 +43,18 @@ type ContextAdder[request comparable] interface {
 // hidden by a wrapper) get controller-runtime's calls: AddWithOpts with the
 // same priority on a priorityqueue.PriorityQueue, Add on others. The
 // request is enqueued, without the link.
-func EnqueueRequestForObject(opts ...otelqueue.ReaderOption) handler.EventHandler {
+func EnqueueRequestForObject(opts ...traceparent.ReaderOption) handler.EventHandler {
 	return TypedEnqueueRequestForObject[client.Object](opts...)
 }
 
 // TypedEnqueueRequestForObject is EnqueueRequestForObject for typed sources
 // (source.Kind with a concrete object type).
-func TypedEnqueueRequestForObject[object client.Object](opts ...otelqueue.ReaderOption) handler.TypedEventHandler[object, reconcile.Request] {
-	return &enqueueForObject[object]{reader: otelqueue.NewTraceparentReader(opts...)}
+func TypedEnqueueRequestForObject[object client.Object](opts ...traceparent.ReaderOption) handler.TypedEventHandler[object, reconcile.Request] {
+	return &enqueueForObject[object]{reader: traceparent.NewReader(opts...)}
 }
 
 type enqueueForObject[object client.Object] struct {
-	reader *otelqueue.TraceparentReader
+	reader *traceparent.Reader
 }
 
 func (e *enqueueForObject[object]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // ObjectLinkSource returns an otelqueue.LinkSource that links each attempt
@@ -33,7 +34,7 @@ import (
 // manager's cache: the informer's in-memory store, never an API call) as an
 // object of obj's type (the type given to For()), and returns the span
 // context of its tracing.k8s.io/traceparent annotation, read by an
-// otelqueue.TraceparentReader built with opts: by default untrusted (a link
+// traceparent.Reader built with opts: by default untrusted (a link
 // whose sampled flag is cleared), and a malformed annotation is ignored and
 // counted in workqueue.traceparent.invalid. An object that is not in the
 // cache (deleted), has no annotation or a malformed one gives no link and no
@@ -53,27 +54,27 @@ import (
 // when its informer does not expose its store (a cache restricted to
 // namespaces, cache.Options.DefaultNamespaces), which costs more. A nil c or obj is
 // reported to otel.Handle and gives a source that never links.
-func ObjectLinkSource(c cache.Cache, obj client.Object, opts ...otelqueue.ReaderOption) otelqueue.LinkSource[reconcile.Request] {
+func ObjectLinkSource(c cache.Cache, obj client.Object, opts ...traceparent.ReaderOption) otelqueue.LinkSource[reconcile.Request] {
 	return TypedObjectLinkSource(c, obj, func(r reconcile.Request) types.NamespacedName { return r.NamespacedName }, opts...)
 }
 
 // TypedObjectLinkSource is ObjectLinkSource for typed controllers: name
 // gives the namespace and name of the object a request is about.
-func TypedObjectLinkSource[request comparable](c cache.Cache, obj client.Object, name func(request) types.NamespacedName, opts ...otelqueue.ReaderOption) otelqueue.LinkSource[request] {
+func TypedObjectLinkSource[request comparable](c cache.Cache, obj client.Object, name func(request) types.NamespacedName, opts ...traceparent.ReaderOption) otelqueue.LinkSource[request] {
 	if c == nil || isNil(obj) || name == nil {
 		otel.Handle(errors.New("otelqueue/controllerruntime: ObjectLinkSource needs the manager's cache (mgr.GetCache()), an object of the For() type and, when typed, a name function; the attempts will not be linked to their writers"))
 		return otelqueue.LinkSourceFunc[request](func(context.Context, request) (trace.SpanContext, error) {
 			return trace.SpanContext{}, nil
 		})
 	}
-	return &objectLinkSource[request]{cache: c, obj: obj, name: name, reader: otelqueue.NewTraceparentReader(opts...)}
+	return &objectLinkSource[request]{cache: c, obj: obj, name: name, reader: traceparent.NewReader(opts...)}
 }
 
 type objectLinkSource[request comparable] struct {
 	cache  cache.Cache
 	obj    client.Object // the type to look up, never filled
 	name   func(request) types.NamespacedName
-	reader *otelqueue.TraceparentReader
+	reader *traceparent.Reader
 
 	informer atomic.Pointer[informerRef] // the last informer found for obj's type
 }
@@ -102,7 +103,7 @@ func (s *objectLinkSource[request]) SpanContext(ctx context.Context, req request
 		if err != nil || !exists {
 			return trace.SpanContext{}, err
 		}
-		obj, ok := item.(otelqueue.Annotated)
+		obj, ok := item.(traceparent.Annotated)
 		if !ok {
 			return trace.SpanContext{}, nil // a tombstone, or a type with no metadata
 		}

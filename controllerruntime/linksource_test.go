@@ -29,6 +29,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // forController is a running manager on a cluster whose controller was
@@ -51,7 +52,7 @@ func startForController(t *testing.T, c *cluster, name string, wire func(*builde
 	fc := &forController{c: c, tel: tel, name: name}
 	mgr := c.newManager(t, manager.Options{})
 	src := controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{},
-		otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+		traceparent.WithMeterProvider(tel.mp))
 	otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp), otelqueue.WithLinkSource(src))
 	b := builder.ControllerManagedBy(mgr).
 		Named(name).
@@ -101,7 +102,7 @@ func (fc *forController) traced(t *testing.T, what string, write func(ctx contex
 func (fc *forController) createConfigMap(ctx context.Context, name string, annotations map[string]string) (*corev1.ConfigMap, error) {
 	ns := fc.c.namespace
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), Annotations: annotations}}
-	otelqueue.InjectTraceparent(ctx, cm)
+	traceparent.Inject(ctx, cm)
 	return fc.c.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 }
 
@@ -159,7 +160,7 @@ func invalidTraceparents(t *testing.T, tel *telemetry) int64 {
 	t.Helper()
 	for _, sm := range tel.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == otelqueue.MetricInvalidTraceparents {
+			if m.Name == traceparent.MetricInvalid {
 				var n int64
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					n += dp.Value
@@ -200,7 +201,7 @@ func testObjectLinkSourceFor(t *testing.T, c *cluster) {
 	}
 	assertLinked(t, fc.roots(t, "plain", 1)[0])
 
-	if err := fc.create(context.Background(), "broken", map[string]string{otelqueue.TraceparentAnnotation: "00-not-a-traceparent"}); err != nil {
+	if err := fc.create(context.Background(), "broken", map[string]string{traceparent.Annotation: "00-not-a-traceparent"}); err != nil {
 		t.Fatal(err)
 	}
 	assertLinked(t, fc.roots(t, "broken", 1)[0])
@@ -267,7 +268,7 @@ func testObjectLinkSourceOwns(t *testing.T, newCluster func(testing.TB) *cluster
 						APIVersion: "v1", Kind: "ConfigMap", Name: "app", UID: app.UID,
 						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 					}}}}
-				otelqueue.InjectTraceparent(ctx, s)
+				traceparent.Inject(ctx, s)
 				_, err := c.cs.CoreV1().Secrets(c.namespace).Create(ctx, s, metav1.CreateOptions{})
 				return err
 			})
@@ -316,7 +317,7 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}}
 	wctx, span := tel.tp.Tracer("test/writer").Start(ctx, "create settings")
-	otelqueue.InjectTraceparent(wctx, cm)
+	traceparent.Inject(wctx, cm)
 	span.End()
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -339,7 +340,7 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := controllerruntime.ObjectLinkSource(c, &corev1.ConfigMap{}, otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	src := controllerruntime.ObjectLinkSource(c, &corev1.ConfigMap{}, traceparent.WithMeterProvider(tel.mp))
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "settings"}}
 	lookup := func(what string) trace.SpanContext {
 		t.Helper()

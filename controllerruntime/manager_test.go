@@ -38,6 +38,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // logLines keeps what the manager's logger writes.
@@ -114,7 +115,7 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 		Controller:     sc.controller,
 	})
 	run.otq = controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
-	handler := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	handler := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	err := builder.ControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(sc.options(mgr, run.otq)).
@@ -144,7 +145,7 @@ func writeConfigMap(t *testing.T, tel *telemetry, name string) (*corev1.ConfigMa
 	ctx, span := tel.tp.Tracer("test/writer").Start(context.Background(), "write configmap")
 	defer span.End()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-	if !otelqueue.InjectTraceparent(ctx, cm) {
+	if !traceparent.Inject(ctx, cm) {
 		t.Fatal("InjectTraceparent wrote nothing")
 	}
 	return cm, span.SpanContext()

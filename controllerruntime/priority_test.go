@@ -25,6 +25,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // TestHandlerPrioritiesMatchControllerRuntime sends every kind of event
@@ -80,7 +81,7 @@ func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
 	if want["initial-list"] != handler.LowPriority || want["resync"] != handler.LowPriority || want["updated"] != 0 || len(want) != len(events) {
 		t.Fatalf("controller-runtime's own handler and queue gave %v: the oracle changed", want)
 	}
-	ours := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	ours := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	for name, q := range map[string]priorityqueue.PriorityQueue[reconcile.Request]{
 		"our queue":                newQueue(t, tel, "ours"),
 		"controller-runtime queue": priorityqueue.New[reconcile.Request]("theirs"),
@@ -145,7 +146,7 @@ func testManagerPriorities(t *testing.T, c *cluster) {
 
 	mgr := c.newManager(t, manager.Options{})
 	otq := controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
-	h := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	h := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	err := builder.ControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{NewQueue: otq.NewQueue, MaxConcurrentReconciles: 1, SkipNameValidation: ptr.To(true)}).
@@ -197,7 +198,7 @@ func testManagerPriorities(t *testing.T, c *cluster) {
 		// (TestAPIServerResourceVersion).
 		cm.ResourceVersion = "2"
 	}
-	otelqueue.InjectTraceparent(wctx, cm)
+	traceparent.Inject(wctx, cm)
 	if _, err := cms.Update(wctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 func req(name string) reconcile.Request {
@@ -183,7 +184,7 @@ func TestHandlerFallsBackToAdd(t *testing.T) {
 	tel := newTelemetry(t)
 	q := workqueue.NewTypedRateLimitingQueue(limiter())
 	defer q.ShutDown()
-	h := controllerruntime.EnqueueRequestForObject(otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	h := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain"}}
 	h.Generic(context.Background(), event.GenericEvent{Object: cm}, q)
 	h.Generic(context.Background(), event.GenericEvent{Object: nil}, q) // dropped
@@ -198,13 +199,13 @@ func TestTypedHandlerEvents(t *testing.T) {
 	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
 	q := newQueue(t, tel, "typed")
-	h := controllerruntime.TypedEnqueueRequestForObject[*corev1.ConfigMap](otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	h := controllerruntime.TypedEnqueueRequestForObject[*corev1.ConfigMap](traceparent.WithMeterProvider(tel.mp))
 	ctx := context.Background()
 	cm := func(name string) (*corev1.ConfigMap, trace.SpanContext) {
 		wctx, span := tel.tp.Tracer("test/writer").Start(ctx, "write "+name)
 		defer span.End()
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-		otelqueue.InjectTraceparent(wctx, obj)
+		traceparent.Inject(wctx, obj)
 		return obj, span.SpanContext()
 	}
 	created, scCreated := cm("created")

@@ -11,14 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
-	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // WithTraceContext wraps any controller-runtime event handler, such as
 // handler.EnqueueRequestForOwner or handler.EnqueueRequestsFromMapFunc, so
 // that the requests it enqueues into a [Queue] carry the event's ctx and,
 // when the event's object has a valid tracing.k8s.io/traceparent
-// annotation, that span context (read by an otelqueue.TraceparentReader
+// annotation, that span context (read by an traceparent.Reader
 // built with opts: by default a link only). The handler keeps its own
 // logic: the requests it computes and the priorities it gives them
 // (controller-runtime's handlers deprioritise the initial list and
@@ -37,13 +37,13 @@ import (
 //
 //	Watches(&corev1.Secret{}, controllerruntime.WithTraceContext(
 //		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &corev1.ConfigMap{}, handler.OnlyControllerOwner())))
-func WithTraceContext[object client.Object, request comparable](h handler.TypedEventHandler[object, request], opts ...otelqueue.ReaderOption) handler.TypedEventHandler[object, request] {
-	return &withTraceContext[object, request]{h: h, reader: otelqueue.NewTraceparentReader(opts...)}
+func WithTraceContext[object client.Object, request comparable](h handler.TypedEventHandler[object, request], opts ...traceparent.ReaderOption) handler.TypedEventHandler[object, request] {
+	return &withTraceContext[object, request]{h: h, reader: traceparent.NewReader(opts...)}
 }
 
 type withTraceContext[object client.Object, request comparable] struct {
 	h      handler.TypedEventHandler[object, request]
-	reader *otelqueue.TraceparentReader
+	reader *traceparent.Reader
 }
 
 func (w *withTraceContext[object, request]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
@@ -102,7 +102,7 @@ type contextView[request comparable] struct {
 	contextQueue[request]
 	once   sync.Once // reads the annotation, even for adds from several goroutines
 	ctx    context.Context
-	reader *otelqueue.TraceparentReader // nil without an object
+	reader *traceparent.Reader // nil without an object
 	obj    client.Object
 }
 

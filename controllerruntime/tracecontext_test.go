@@ -24,6 +24,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // ownedSecret is a Secret controlled by ConfigMap owner, written in a traced
@@ -38,7 +39,7 @@ func ownedSecret(t *testing.T, tel *telemetry, name, owner, rv string) (*corev1.
 			APIVersion: "v1", Kind: "ConfigMap", Name: owner, UID: types.UID("uid-" + owner), Controller: ptr.To(true),
 		}},
 	}}
-	otelqueue.InjectTraceparent(ctx, s)
+	traceparent.Inject(ctx, s)
 	return s, span.SpanContext()
 }
 
@@ -79,7 +80,7 @@ func TestWithTraceContextOwner(t *testing.T) {
 	}
 
 	q := newQueue(t, tel, "owners")
-	send(controllerruntime.WithTraceContext(ownerHandler(t), otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp))), q)
+	send(controllerruntime.WithTraceContext(ownerHandler(t), traceparent.WithMeterProvider(tel.mp)), q)
 	links := map[string]trace.SpanContext{"listed": scInitial, "changed": scChanged}
 	got := map[string]int{}
 	for q.Len() > 0 {
@@ -107,7 +108,7 @@ func TestWithTraceContextMapFunc(t *testing.T) {
 	fanOut := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{req(o.GetName() + "-a"), req(o.GetName() + "-b")}
 	})
-	h := controllerruntime.WithTraceContext(fanOut, otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	h := controllerruntime.WithTraceContext(fanOut, traceparent.WithMeterProvider(tel.mp))
 	obj, writer := ownedSecret(t, tel, "src", "unused", "1")
 
 	q := newQueue(t, tel, "mapped")
@@ -132,7 +133,7 @@ func TestWithTraceContextAddAfter(t *testing.T) {
 			q.AddAfter(req(e.Object.GetName()), 0)
 			q.AddRateLimited(req("backoff")) // an hour away (limiter)
 		},
-	}, otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	}, traceparent.WithMeterProvider(tel.mp))
 	obj, writer := ownedSecret(t, tel, "retried", "unused", "1")
 	q := newQueue(t, tel, "after")
 	h.Generic(context.Background(), event.GenericEvent{Object: obj}, q)
@@ -156,13 +157,13 @@ func TestWithTraceContextAddAfter(t *testing.T) {
 func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	testutil.NoOTelErrors(t)
 	tel := newTelemetry(t)
-	readerOpts := otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp))
+	readerOpts := traceparent.WithMeterProvider(tel.mp)
 	bad := func(name string, owned bool) *corev1.Secret {
 		s, _ := ownedSecret(t, tel, name, "owner", "1")
 		if !owned {
 			s.OwnerReferences = nil
 		}
-		s.Annotations[otelqueue.TraceparentAnnotation] = "not a traceparent"
+		s.Annotations[traceparent.Annotation] = "not a traceparent"
 		return s
 	}
 	q := newQueue(t, tel, "reads")
@@ -178,13 +179,13 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	if q.Len() != 2 {
 		t.Fatalf("Len = %d, want the 2 mapped requests", q.Len())
 	}
-	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, otelqueue.MetricInvalidTraceparents)
+	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, traceparent.MetricInvalid)
 	var total int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		total += dp.Value
 	}
 	if total != 1 {
-		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", otelqueue.MetricInvalidTraceparents, total)
+		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", traceparent.MetricInvalid, total)
 	}
 }
 
@@ -201,7 +202,7 @@ func TestWithTraceContextConcurrentAdds(t *testing.T) {
 			}
 			wg.Wait()
 		},
-	}, otelqueue.WithReaderOptions(otelqueue.WithMeterProvider(tel.mp)))
+	}, traceparent.WithMeterProvider(tel.mp))
 	obj, writer := ownedSecret(t, tel, "fan", "unused", "1")
 	q := newQueue(t, tel, "concurrent")
 	h.Generic(context.Background(), event.GenericEvent{Object: obj}, q)

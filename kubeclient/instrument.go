@@ -106,7 +106,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 
 	clientwork.Enable() // otelqueue's attempts carry a Work from now on
 	in := newInstruments(c.meterProvider)
-	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version()))
+	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version))
 	out := rest.CopyConfig(cfg)
 	out.RateLimiter = &limiter{base: base, tracer: tracer, wait: in.limiter}
 	out.Wrap(func(next http.RoundTripper) http.RoundTripper {
@@ -121,7 +121,7 @@ type instruments struct {
 }
 
 func newInstruments(mp metric.MeterProvider) instruments {
-	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version()))
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
 	var in instruments
 	var err error
 	in.request, err = m.Float64Histogram(MetricRequestDuration, metric.WithUnit("s"),

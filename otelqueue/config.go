@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -31,19 +30,32 @@ var defaultBuckets = []float64{
 	1000,
 }
 
-// Option configures Instrument and NewMetricsProvider.
+// Option configures Instrument.
 type Option interface {
 	apply(*config)
+}
+
+// MetricsOption configures NewMetricsProvider. Every MetricsOption is also
+// an Option of Instrument; the options about traces, links and workers are
+// Options only, since a MetricsProvider has none of those.
+type MetricsOption interface {
+	Option
+	metricsOption()
 }
 
 type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// metricsOptionFunc is an option that NewMetricsProvider honours too.
+type metricsOptionFunc func(*config)
+
+func (f metricsOptionFunc) apply(c *config) { f(c) }
+func (metricsOptionFunc) metricsOption()    {}
+
 type config struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
-	propagators    propagation.TextMapPropagator
 	controller     string
 	buckets        []float64
 	parentMode     bool
@@ -53,10 +65,10 @@ type config struct {
 	errs           []error // found by setDefaults, reported by validate
 }
 
-func newConfig(opts []Option) config {
+func newConfig[O Option](opts []O) config {
 	var c config
 	for _, o := range opts {
-		if o != nil {
+		if Option(o) != nil {
 			o.apply(&c)
 		}
 	}
@@ -77,9 +89,6 @@ func (c *config) setDefaults() {
 			c.errs = append(c.errs, typedNil("WithTracerProvider", c.tracerProvider))
 		}
 		c.tracerProvider = otel.GetTracerProvider()
-	}
-	if c.propagators == nil {
-		c.propagators = otel.GetTextMapPropagator()
 	}
 	if c.buckets == nil {
 		c.buckets = defaultBuckets
@@ -121,8 +130,8 @@ func (c *config) tracing() bool {
 // WithMeterProvider sets the MeterProvider; the global one by default, and
 // when mp is nil. A nil pointer of a MeterProvider type (a typed nil) is an
 // error from Instrument.
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.meterProvider = mp })
+func WithMeterProvider(mp metric.MeterProvider) MetricsOption {
+	return metricsOptionFunc(func(c *config) { c.meterProvider = mp })
 }
 
 // WithTracerProvider sets the TracerProvider; the global one by default,
@@ -134,17 +143,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) { c.tracerProvider = tp })
 }
 
-// WithPropagators sets the propagators used to read and write trace context
-// on objects (see InjectTraceparent and TraceparentReader); the global ones
-// by default.
-func WithPropagators(p propagation.TextMapPropagator) Option {
-	return optionFunc(func(c *config) { c.propagators = p })
-}
-
 // WithControllerName sets the "controller" attribute of every metric. By
 // default it is the queue name, as controller-runtime sets it.
-func WithControllerName(name string) Option {
-	return optionFunc(func(c *config) { c.controller = name })
+func WithControllerName(name string) MetricsOption {
+	return metricsOptionFunc(func(c *config) { c.controller = name })
 }
 
 // WithExplicitBuckets sets the bucket boundaries, in seconds, of the
@@ -152,9 +154,9 @@ func WithControllerName(name string) Option {
 // must be finite and strictly increasing; Instrument reports an error
 // otherwise. For exponential (Prometheus native) histograms, configure the
 // SDK with the views of package otelqueuesdk instead.
-func WithExplicitBuckets(bounds ...float64) Option {
+func WithExplicitBuckets(bounds ...float64) MetricsOption {
 	b := append([]float64{}, bounds...)
-	return optionFunc(func(c *config) { c.buckets = b })
+	return metricsOptionFunc(func(c *config) { c.buckets = b })
 }
 
 // WithEnqueuerAsParent makes each processing trace a child of the first span

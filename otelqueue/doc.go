@@ -28,7 +28,13 @@
 // [NewMetricsProvider] gives plain client-go queues (and controller-runtime's
 // priority queue) the same metrics, without traces or exemplars.
 //
+// Package traceparent (github.com/otelqueue/otelqueue/traceparent) carries a
+// writer's trace context on the object it writes, for the attempts to link
+// to.
+//
 // The package uses the OpenTelemetry API only. By default it uses the global
-// MeterProvider, TracerProvider and TextMapPropagator; pass others with
-// [WithMeterProvider], [WithTracerProvider] and [WithPropagators].
+// MeterProvider and TracerProvider; pass others with [WithMeterProvider] and
+// [WithTracerProvider]. Each entry point takes the options it honours:
+// Instrument every [Option], NewMetricsProvider the [MetricsOption]s only,
+// NewRunner its [RunnerOption]s.
 package otelqueue

@@ -159,7 +159,7 @@ const (
 )
 
 func newInstruments(c *config) *instruments {
-	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version()))
+	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
 	in := &instruments{meter: m}
 	nm := noop.Meter{}
 	handle := func(err error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 var linkLookup = []attribute.KeyValue{otelqueue.AttrLinkKind.String("lookup")}
@@ -254,7 +255,7 @@ func TestLinkSourceNil(t *testing.T) {
 // A queue whose keys are added with a plain Add (no context) still links
 // each attempt to the writer of its object: the link source looks the key
 // up, here in a map standing for an informer cache of objects whose
-// traceparent annotation an otelqueue.TraceparentReader reads.
+// traceparent annotation a traceparent.Reader reads.
 func ExampleWithLinkSource() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
@@ -262,10 +263,10 @@ func ExampleWithLinkSource() {
 
 	// The objects as an informer cache holds them, one annotated by its writer.
 	annotations := map[string]map[string]string{
-		"default/web": {otelqueue.TraceparentAnnotation: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
+		"default/web": {traceparent.Annotation: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
 		"default/db":  nil,
 	}
-	reader := otelqueue.NewTraceparentReader()
+	reader := traceparent.NewReader()
 	source := otelqueue.LinkSourceFunc[string](func(_ context.Context, key string) (trace.SpanContext, error) {
 		a, ok := annotations[key]
 		if !ok {

@@ -165,8 +165,8 @@ func (e *env) collect(t testing.TB) metricdata.ResourceMetrics {
 // if rm has that scope.
 func checkScope(t testing.TB, rm metricdata.ResourceMetrics) {
 	t.Helper()
-	if _, version, ok := testutil.ScopeMetrics(rm, otelqueue.ScopeName); ok && version != otelqueue.Version() {
-		t.Errorf("scope version = %q, want %q", version, otelqueue.Version())
+	if _, version, ok := testutil.ScopeMetrics(rm, otelqueue.ScopeName); ok && version != otelqueue.Version {
+		t.Errorf("scope version = %q, want %q", version, otelqueue.Version)
 	}
 }
 

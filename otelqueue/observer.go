@@ -61,7 +61,7 @@ func newObserver[K comparable](c *config, in *instruments, queue string, attrs a
 		record:        []metric.RecordOption{metric.WithAttributeSet(attrs)},
 	}
 	if o.tracing {
-		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version()))
+		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version))
 		o.linkSource = linkSourceFor[K](c)
 	}
 	return o

@@ -34,10 +34,9 @@ var _ workqueue.MetricsProvider = (*MetricsProvider)(nil)
 // workqueue.TypedRateLimitingQueueConfig.MetricsProvider (controller-runtime
 // installs its own global provider in an init, and client-go honours only the
 // first workqueue.SetProvider). The queue's name becomes the "name" attribute,
-// and the "controller" attribute unless WithControllerName is given. Options
-// about traces do not apply. Bucket boundaries that WithExplicitBuckets gets
+// and the "controller" attribute unless WithControllerName is given. Bucket boundaries that WithExplicitBuckets gets
 // wrong are reported to otel.Handle and replaced by DefaultBuckets.
-func NewMetricsProvider(opts ...Option) *MetricsProvider {
+func NewMetricsProvider(opts ...MetricsOption) *MetricsProvider {
 	c := newConfig(opts)
 	if err := c.validate(); err != nil {
 		otel.Handle(err)

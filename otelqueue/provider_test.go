@@ -24,13 +24,13 @@ type providerEnv struct {
 	p      *otelqueue.MetricsProvider
 }
 
-func newProviderEnv(t testing.TB, opts ...otelqueue.Option) *providerEnv {
+func newProviderEnv(t testing.TB, opts ...otelqueue.MetricsOption) *providerEnv {
 	t.Helper()
 	testutil.NoOTelErrors(t)
 	e := &providerEnv{clock: testingclock.NewFakeClock(t0), reader: sdkmetric.NewManualReader()}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(e.reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	e.p = otelqueue.NewMetricsProvider(append([]otelqueue.Option{otelqueue.WithMeterProvider(mp)}, opts...)...)
+	e.p = otelqueue.NewMetricsProvider(append([]otelqueue.MetricsOption{otelqueue.WithMeterProvider(mp)}, opts...)...)
 	return e
 }
 

@@ -130,7 +130,7 @@ func TestTraceShape(t *testing.T) {
 	if root.SpanKind() != trace.SpanKindConsumer || queued.SpanKind() != trace.SpanKindInternal || reconcile.SpanKind() != trace.SpanKindInternal {
 		t.Errorf("kinds: root %v, queued %v, reconcile %v", root.SpanKind(), queued.SpanKind(), reconcile.SpanKind())
 	}
-	if sc := root.InstrumentationScope(); sc.Name != otelqueue.ScopeName || sc.Version != otelqueue.Version() {
+	if sc := root.InstrumentationScope(); sc.Name != otelqueue.ScopeName || sc.Version != otelqueue.Version {
 		t.Errorf("scope %+v", sc)
 	}
 	assertLinks(t, root, sdktrace.Link{SpanContext: enqSC, Attributes: linkEnqueue})

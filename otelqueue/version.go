@@ -4,6 +4,7 @@ package otelqueue
 // package creates.
 const ScopeName = "github.com/otelqueue/otelqueue/otelqueue"
 
-// Version is the version of this instrumentation, reported as the
-// instrumentation scope version.
-func Version() string { return "0.1.0" }
+// Version is the release version of this module (without the leading v),
+// reported as the instrumentation scope version by the packages of the
+// module. release/release.sh sets it.
+const Version = "0.1.0"

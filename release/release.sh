@@ -50,9 +50,9 @@ for t in "${tags[@]}"; do
 done
 
 echo "== otelqueue/version.go: ${version#v}"
-sed -i.bak -E 's/^func Version\(\) string \{ return "[^"]*" \}$/func Version() string { return "'"${version#v}"'" }/' otelqueue/version.go
+sed -i.bak -E 's/^const Version = "[^"]*"$/const Version = "'"${version#v}"'"/' otelqueue/version.go
 rm -f otelqueue/version.go.bak
-grep -q "return \"${version#v}\"" otelqueue/version.go || die "otelqueue/version.go: no line 'func Version() string { return \"...\" }' to set"
+grep -qx "const Version = \"${version#v}\"" otelqueue/version.go || die "otelqueue/version.go: no line 'const Version = \"...\"' to set"
 
 published=()
 for d in "${tagged_dirs[@]}"; do

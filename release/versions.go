@@ -13,11 +13,11 @@ import (
 // repository that uses it requires it at the release version.
 const RootModule = "github.com/otelqueue/otelqueue"
 
-// versionFunc matches the body of otelqueue.Version in otelqueue/version.go,
-// which release/release.sh rewrites.
-var versionFunc = regexp.MustCompile(`func Version\(\) string \{ return "([^"]*)" \}`)
+// versionConst matches the declaration of otelqueue.Version in
+// otelqueue/version.go, which release/release.sh rewrites.
+var versionConst = regexp.MustCompile(`(?m)^const Version = "([^"]*)"$`)
 
-// LibraryVersion returns the release version ("v" + otelqueue.Version())
+// LibraryVersion returns the release version ("v" + otelqueue.Version)
 // read from otelqueue/version.go under the repository root, and checks that
 // it is a canonical semantic version.
 func LibraryVersion(repoRoot string) (string, error) {
@@ -26,13 +26,13 @@ func LibraryVersion(repoRoot string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("release: reading the library version: %w", err)
 	}
-	m := versionFunc.FindSubmatch(src)
+	m := versionConst.FindSubmatch(src)
 	if m == nil {
-		return "", fmt.Errorf("release: %s has no line matching %s: keep otelqueue.Version in that form, the release script rewrites it", file, versionFunc)
+		return "", fmt.Errorf("release: %s has no line matching %s: keep otelqueue.Version in that form, the release script rewrites it", file, versionConst)
 	}
 	v := "v" + string(m[1])
 	if !semver.IsValid(v) || semver.Canonical(v) != v {
-		return "", fmt.Errorf("release: otelqueue.Version() is %q: it must be a semantic version such as 1.2.3 (without the v)", m[1])
+		return "", fmt.Errorf("release: otelqueue.Version is %q: it must be a semantic version such as 1.2.3 (without the v)", m[1])
 	}
 	return v, nil
 }

@@ -26,7 +26,7 @@ func repoRoot(t *testing.T) string {
 
 // TestModulesRequireRootAtVersion checks what a user's go get relies on:
 // every module of the repository that uses a published module (the root or
-// controllerruntime) requires it at the version otelqueue.Version() reports
+// controllerruntime) requires it at the version otelqueue.Version reports
 // (a replace is ignored once the module is a dependency), and keeps a
 // replace to its local directory for development.
 func TestModulesRequireRootAtVersion(t *testing.T) {
@@ -66,7 +66,7 @@ func TestModulesRequireRootAtVersion(t *testing.T) {
 			}
 			requiring++
 			if r.Mod.Version != version {
-				t.Errorf("%s requires %s %s, want %s (otelqueue.Version()); make release sets both", rel, r.Mod.Path, r.Mod.Version, version)
+				t.Errorf("%s requires %s %s, want %s (otelqueue.Version); make release sets both", rel, r.Mod.Path, r.Mod.Version, version)
 			}
 			replaced := false
 			for _, rp := range f.Replace {

@@ -28,6 +28,7 @@ import (
 	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 const (
@@ -47,7 +48,7 @@ type controller struct {
 	client kubernetes.Interface
 	lister listersv1.ConfigMapLister
 	queue  *scheduler.Scheduler[string]
-	tp     *otelqueue.TraceparentReader
+	tp     *traceparent.Reader
 
 	interrupted atomic.Int64 // reconciles cut short by the stop
 
@@ -89,7 +90,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
 	inf := factory.Core().V1().ConfigMaps()
-	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: otelqueue.NewTraceparentReader(), rng: rand.New(rand.NewPCG(1, 2))}
+	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: traceparent.NewReader(), rng: rand.New(rand.NewPCG(1, 2))}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(obj) },
 		UpdateFunc: func(old, obj any) { c.enqueueIfChanged(old, obj) },
@@ -163,7 +164,7 @@ func (c *controller) enqueue(obj any) {
 		return
 	}
 	ctx := context.Background()
-	if o, ok := obj.(otelqueue.Annotated); ok {
+	if o, ok := obj.(traceparent.Annotated); ok {
 		ctx = c.tp.ContextWith(ctx, o)
 	}
 	c.queue.AddContext(ctx, key)

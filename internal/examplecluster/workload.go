@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 // VersionKey is the data key the workload bumps on every write.
@@ -201,7 +201,7 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 	ctx, span := tracer.Start(ctx, "workload update", trace.WithSpanKind(trace.SpanKindProducer))
 	defer span.End()
 	carrier := &corev1.ConfigMap{}
-	otelqueue.InjectTraceparent(ctx, carrier) // the reconcile this write causes links here
+	traceparent.Inject(ctx, carrier) // the reconcile this write causes links here
 	patch := map[string]any{"data": map[string]string{VersionKey: w.runID + "-" + strconv.FormatUint(w.version.Add(1), 10)}}
 	if len(carrier.Annotations) > 0 {
 		patch["metadata"] = map[string]any{"annotations": carrier.Annotations}

@@ -26,6 +26,7 @@ import (
 	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/traceparent"
 )
 
 const objects = 5
@@ -45,7 +46,7 @@ func run(ctx context.Context, sdk *check.SDK) error {
 
 	cs := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(cs, 0)
-	tracing := otelqueue.NewTraceparentReader()
+	tracing := traceparent.NewReader()
 	enqueue := func(obj any) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok {
 			queue.AddContext(tracing.ContextWith(ctx, cm), cm.Namespace+"/"+cm.Name)
@@ -87,12 +88,12 @@ func run(ctx context.Context, sdk *check.SDK) error {
 		return err
 	}
 
-	// The writer's trace goes on the object, as otelqueue.InjectTraceparent
+	// The writer's trace goes on the object, as traceparent.Inject
 	// documents: the reconcile trace links to it.
 	wctx, writer := tp.Tracer("consumer").Start(ctx, "write configmaps")
 	for i := range objects {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", i)}}
-		otelqueue.InjectTraceparent(wctx, cm)
+		traceparent.Inject(wctx, cm)
 		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -119,6 +120,6 @@ func run(ctx context.Context, sdk *check.SDK) error {
 	if st := inst.ClientStats(); st.Requests < objects || st.Attempts < objects {
 		return fmt.Errorf("kubeclient: %d requests of %d attempts counted for the queue, want %d of each at least", st.Requests, st.Attempts, objects)
 	}
-	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps; spans %v\n", otelqueue.Version(), objects, names)
+	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps; spans %v\n", otelqueue.Version, objects, names)
 	return nil
 }

@@ -87,6 +87,6 @@ func run(ctx context.Context, sdk *check.SDK) error {
 	if children < objects {
 		return fmt.Errorf("%d reconciler spans are children of a reconcile span, want %d", children, objects)
 	}
-	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps with controller-runtime; spans %v\n", otelqueue.Version(), objects, names)
+	fmt.Printf("ok: otelqueue %s reconciled %d ConfigMaps with controller-runtime; spans %v\n", otelqueue.Version, objects, names)
 	return nil
 }

@@ -1,0 +1,122 @@
+package traceparent
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+)
+
+// ScopeName is the instrumentation scope name of the meter a Reader
+// creates; its version is otelqueue.Version.
+const ScopeName = "github.com/otelqueue/otelqueue/traceparent"
+
+// MaxLen bounds the annotation values that are parsed at all. A version-00
+// traceparent is 55 characters; later versions may append fields.
+const MaxLen = 256
+
+// MetricInvalid counts annotation values that were present but could not be
+// used (workqueue_traceparent_invalid_total through the Prometheus
+// exporter).
+const MetricInvalid = "workqueue.traceparent.invalid"
+
+// Reader reads Annotation from objects on enqueue. Values that are too long
+// or malformed are ignored and counted, and by default the context read
+// becomes a link of the processing trace, never its parent, with its
+// sampled flag cleared so that it cannot force sampling (see Trust). A
+// Reader is safe for concurrent use; a nil *Reader reads nothing.
+type Reader struct {
+	props   propagation.TextMapPropagator
+	trust   bool
+	invalid atomic.Uint64
+	counter metric.Int64Counter // MetricInvalid
+}
+
+// NewReader returns a Reader. It counts invalid annotations as
+// MetricInvalid through the MeterProvider (see WithMeterProvider); errors
+// creating that instrument go to otel.Handle.
+func NewReader(opts ...ReaderOption) *Reader {
+	var c readerConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyReader(&c)
+		}
+	}
+	mp := c.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	r := &Reader{props: propagatorsOrGlobal(c.propagators), trust: c.trust}
+	// A synchronous counter, so that the readers of one process (one per
+	// handler, say) add up in the one series rather than overwrite it.
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
+	var err error
+	r.counter, err = m.Int64Counter(MetricInvalid,
+		metric.WithUnit("{annotation}"),
+		metric.WithDescription("Object traceparent annotations that were ignored because they were too long or malformed."))
+	if err != nil {
+		otel.Handle(err)
+		r.counter, _ = noop.Meter{}.Int64Counter(MetricInvalid)
+	}
+	return r
+}
+
+// SpanContext returns the span context in obj's annotation, marked remote,
+// or an invalid one when the annotation is absent or unusable (counted in
+// Invalid when present but unusable).
+func (r *Reader) SpanContext(obj Annotated) trace.SpanContext {
+	if r == nil || obj == nil {
+		return trace.SpanContext{}
+	}
+	v, ok := obj.GetAnnotations()[Annotation]
+	if !ok {
+		return trace.SpanContext{}
+	}
+	if len(v) == 0 || len(v) > MaxLen {
+		r.countInvalid()
+		return trace.SpanContext{}
+	}
+	carrier := propagation.MapCarrier{header: v}
+	sc := trace.SpanContextFromContext(r.props.Extract(context.Background(), carrier))
+	if !sc.IsValid() {
+		// As Inject: W3C trace context when the propagators read none.
+		sc = trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
+	}
+	if !sc.IsValid() {
+		r.countInvalid()
+		return trace.SpanContext{}
+	}
+	if !r.trust {
+		sc = sc.WithTraceFlags(sc.TraceFlags() &^ trace.FlagsSampled)
+	}
+	return sc.WithRemote(true)
+}
+
+func (r *Reader) countInvalid() {
+	r.invalid.Add(1)
+	r.counter.Add(context.Background(), 1)
+}
+
+// ContextWith returns ctx carrying the span context of obj's annotation, for
+// the scheduler's context-aware adds (AddContext, AddAfterContext), or ctx
+// itself when there is none.
+func (r *Reader) ContextWith(ctx context.Context, obj Annotated) context.Context {
+	if sc := r.SpanContext(obj); sc.IsValid() {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return ctx
+}
+
+// Invalid returns how many annotations were ignored so far.
+func (r *Reader) Invalid() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.invalid.Load()
+}
