@@ -124,7 +124,7 @@ func checkRunner(t *testing.T, name string, ops int) {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if r, _ := dp.Attributes.Value(otelqueue.AttrResult); r.AsString() == otelqueue.ResultSuccess && dp.Value >= int64(ops) {
+				if r, _ := dp.Attributes.Value(otelqueue.AttrResult); r.AsString() == otelqueue.OutcomeSuccess.String() && dp.Value >= int64(ops) {
 					return
 				}
 			}

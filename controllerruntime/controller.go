@@ -102,7 +102,7 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // reconcileID (AttrReconcileID), which controller-runtime's own log lines
 // carry. The wrapper records the
 // result on the span as the otelqueue Runner does (otelqueue.Classify and
-// otelqueue.RecordResult); a panic is re-panicked for controller-runtime to
+// otelqueue.RecordOutcome); a panic is re-panicked for controller-runtime to
 // handle, and a runtime.Goexit is recorded as a panic and left to go on.
 // Before the queue exists, or for a request the queue is not processing (r
 // called directly, in a test), r runs with ctx unchanged.
@@ -155,14 +155,14 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	defer func() {
 		if panicked {
 			p := recover()
-			otelqueue.RecordResult(span, otelqueue.ResultPanic, otelqueue.NewPanicError(p, debug.Stack()))
+			otelqueue.RecordOutcome(span, otelqueue.OutcomePanic, otelqueue.NewPanicError(p, debug.Stack()))
 			if p != nil {
 				panic(p) // for controller-runtime to handle; a runtime.Goexit goes on by itself
 			}
 			return
 		}
 		//lint:ignore SA1019 controller-runtime still honours Result.Requeue
-		otelqueue.RecordResult(span, otelqueue.Classify(otelqueue.Result{Requeue: res.Requeue, RequeueAfter: res.RequeueAfter}, err), err)
+		otelqueue.RecordOutcome(span, otelqueue.Classify(otelqueue.Result{Requeue: res.Requeue, RequeueAfter: res.RequeueAfter}, err), err)
 		if err != nil && errors.Is(err, reconcile.TerminalError(nil)) {
 			span.SetAttributes(attribute.Bool("reconcile.terminal", true))
 		}

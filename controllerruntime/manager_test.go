@@ -249,7 +249,7 @@ func testManagerTrace(t *testing.T, c *cluster) {
 	if user.Parent().SpanID() != rec.SpanContext().SpanID() || user.SpanContext().TraceID() != root.SpanContext().TraceID() {
 		t.Errorf("the reconciler's span has parent %v, want the reconcile span %v", user.Parent(), rec.SpanContext())
 	}
-	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.ResultSuccess {
+	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.OutcomeSuccess.String() {
 		t.Errorf("reconcile result = %q, want success", got)
 	}
 	if st := rec.Status(); st.Code == codes.Error {
@@ -353,7 +353,7 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	if failed == nil {
 		t.Fatal("no reconcile span in the first attempt's trace")
 	}
-	if failed.Status().Code != codes.Error || attr(failed, string(otelqueue.AttrResult)) != otelqueue.ResultError {
+	if failed.Status().Code != codes.Error || attr(failed, string(otelqueue.AttrResult)) != otelqueue.OutcomeError.String() {
 		t.Errorf("failed reconcile: status %v, result %q; want error, error", failed.Status(), attr(failed, string(otelqueue.AttrResult)))
 	}
 	var linked bool
@@ -389,11 +389,11 @@ func TestManagerPanic(t *testing.T) {
 	var results []string
 	for _, s := range testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
 		results = append(results, attr(s, string(otelqueue.AttrResult)))
-		if attr(s, string(otelqueue.AttrResult)) == otelqueue.ResultPanic && s.Status().Code != codes.Error {
+		if attr(s, string(otelqueue.AttrResult)) == otelqueue.OutcomePanic.String() && s.Status().Code != codes.Error {
 			t.Errorf("panicked reconcile status = %v, want error", s.Status())
 		}
 	}
-	if !slices.Equal(results, []string{otelqueue.ResultPanic, otelqueue.ResultSuccess}) {
+	if !slices.Equal(results, []string{otelqueue.OutcomePanic.String(), otelqueue.OutcomeSuccess.String()}) {
 		t.Errorf("reconcile results = %q, want panic, success", results)
 	}
 }

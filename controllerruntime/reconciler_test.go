@@ -74,7 +74,7 @@ func TestManagerGoexit(t *testing.T) {
 		once.Do(runtime.Goexit)
 		return reconcile.Result{}, nil
 	})
-	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.ResultPanic {
+	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("result %q, want panic", got)
 	}
 	if st := rec.Status(); st.Code != codes.Error || !strings.Contains(st.Description, "runtime.Goexit") {

@@ -23,7 +23,6 @@ import (
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
-	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/traceparent"
 )
 
@@ -179,7 +178,7 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	if q.Len() != 2 {
 		t.Fatalf("Len = %d, want the 2 mapped requests", q.Len())
 	}
-	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, traceparent.MetricInvalid)
+	m := testutil.FindMetric(t, tel.collect(t), traceparent.ScopeName, traceparent.MetricInvalid)
 	var total int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		total += dp.Value

@@ -6,23 +6,30 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// binding is what the Instrumentation and the Runner of one scheduler share,
-// whichever of them was made first: Instrument and NewRunner both find it
-// through bindingOf, so the Runner's numbers are reported however the two
-// calls are ordered.
+// binding holds what the Runners of one scheduler report through its
+// Instrumentation, summed over every Runner of the scheduler: Instrument
+// and NewRunner both find it through bindingOf, so the numbers are
+// reported however the two calls are ordered, and two Runners of one queue
+// add up.
+//
+// It is kept in a map of weak pointers rather than in the scheduler, which
+// knows nothing of this package; the entry goes with the scheduler. The
+// Instrumentation itself is installed as the scheduler's Observer, with a
+// compare-and-swap (Instrument).
 type binding struct {
-	// mu serializes the installation and removal of the scheduler's
-	// Observer by this package (Instrument, Stop, the end of a drain), so
-	// that one never removes an Observer another just installed.
-	mu sync.Mutex
-	// instrumented is set while an Instrumentation of the scheduler is live
-	// (from Instrument to Stop), under mu.
-	instrumented bool
-	// runner holds the counters of the Runner made last for the scheduler.
-	runner atomic.Pointer[runnerCounters]
+	// workers is the sum of the worker counts of the scheduler's Runners
+	// that have not stopped: added by NewRunner, removed when Run returns or
+	// the Runner is collected without running.
+	workers   atomic.Int64
+	hasRunner atomic.Bool // a Runner was made for the scheduler
+	active    atomic.Int64
+	outcomes  [numOutcomes]atomic.Uint64
 }
 
 // bindings maps weak pointers to schedulers (weak.Pointer[scheduler.Scheduler[K]],
@@ -42,4 +49,53 @@ func bindingOf[K comparable](s *scheduler.Scheduler[K]) *binding {
 		runtime.AddCleanup(s, func(key weak.Pointer[scheduler.Scheduler[K]]) { bindings.Delete(key) }, key)
 	}
 	return b.(*binding)
+}
+
+// runnerShare is one Runner's part of its binding's worker count, released
+// once: when Run returns, or when the Runner is collected without having
+// run (runtime.AddCleanup).
+type runnerShare struct {
+	b        *binding
+	workers  int64
+	released atomic.Bool
+}
+
+func newRunnerShare(b *binding, workers int) *runnerShare {
+	b.workers.Add(int64(workers))
+	b.hasRunner.Store(true)
+	return &runnerShare{b: b, workers: int64(workers)}
+}
+
+func (r *runnerShare) release() {
+	if r.released.CompareAndSwap(false, true) {
+		r.b.workers.Add(-r.workers)
+	}
+}
+
+// runnerAttrs are the attribute sets of the Runners' metrics of one
+// Instrumentation, made once.
+type runnerAttrs struct {
+	queue     metric.ObserveOption
+	byOutcome [numOutcomes]metric.ObserveOption
+}
+
+func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
+	a := &runnerAttrs{queue: metric.WithAttributeSet(queue)}
+	for o, attr := range outcomeAttrs {
+		a.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), attr)...))
+	}
+	return a
+}
+
+// observe reports the Runners' numbers, once the scheduler has had a
+// Runner, and returns the worker count of those not stopped.
+func (b *binding) observe(o metric.Observer, in *instruments, a *runnerAttrs) int64 {
+	if !b.hasRunner.Load() {
+		return 0
+	}
+	o.ObserveInt64(in.activeWorkers, b.active.Load(), a.queue)
+	for i := range b.outcomes {
+		o.ObserveInt64(in.results, int64(b.outcomes[i].Load()), a.byOutcome[i])
+	}
+	return b.workers.Load()
 }

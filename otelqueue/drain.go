@@ -9,25 +9,28 @@ import (
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// drainAttempts replaces the Observer of s, an Instrumentation being
-// stopped, by one that starts and records nothing but still ends the spans
-// of the attempts in flight when their Done comes, then uninstalls itself
-// once nothing is in flight. Call it with b.mu held.
-func drainAttempts[K comparable](s *scheduler.Scheduler[K], b *binding) {
-	d := &drainObserver[K]{s: s, b: b}
-	s.SetObserver(d)
+// drainAttempts replaces obs, the Observer of s whose Instrumentation is
+// being stopped, by one that starts and records nothing but still ends the
+// spans of the attempts in flight when their Done comes, then uninstalls
+// itself once nothing is in flight. It leaves an Observer that replaced obs
+// meanwhile alone.
+func drainAttempts[K comparable](s *scheduler.Scheduler[K], obs scheduler.Observer[K]) {
+	d := &drainObserver[K]{s: s}
+	if !s.CompareAndSwapObserver(obs, d) {
+		return
+	}
 	// A key taken from now on goes through d; one taken before is counted
 	// in flight until its Done, which d then sees.
 	if s.Stats().InFlight == 0 {
-		s.SetObserver(nil)
+		s.CompareAndSwapObserver(d, nil)
 	}
 }
 
 // drainObserver is the Observer of a scheduler whose Instrumentation was
-// stopped while keys were in flight.
+// stopped while keys were in flight. Instrument replaces it: the new
+// Instrumentation's Done ends those attempts' spans as well.
 type drainObserver[K comparable] struct {
 	s *scheduler.Scheduler[K]
-	b *binding
 }
 
 // Dequeued starts nothing. The context it returns hides the root of any
@@ -43,11 +46,7 @@ func (d *drainObserver[K]) Done(ctx context.Context, _ K, _, ended time.Time) {
 	if d.s.Stats().InFlight > 0 {
 		return
 	}
-	d.b.mu.Lock()
-	if d.s.Observer() == scheduler.Observer[K](d) {
-		d.s.SetObserver(nil)
-	}
-	d.b.mu.Unlock()
+	d.s.CompareAndSwapObserver(d, nil)
 }
 
 // endAttempt ends the "reconcile" span and the root span of the attempt

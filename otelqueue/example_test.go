@@ -127,7 +127,7 @@ func ExampleRunner_Run() {
 	slices.Sort(done)
 	fmt.Println(strings.Join(done, "\n"))
 	st := runner.Stats()
-	fmt.Printf("workers %d, active %d, succeeded %d, failed %d\n", st.Workers, st.ActiveWorkers, st.Success, st.Error+st.Panic)
+	fmt.Printf("workers %d, active %d, succeeded %d, failed %d\n", st.Workers, st.ActiveWorkers, st.Outcomes[otelqueue.OutcomeSuccess], st.Outcomes[otelqueue.OutcomeError]+st.Outcomes[otelqueue.OutcomePanic])
 	// Output:
 	// default/db
 	// default/web

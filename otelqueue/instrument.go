@@ -47,17 +47,15 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		return nil, err
 	}
 	b := bindingOf(s)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.instrumented {
-		return nil, fmt.Errorf("otelqueue: the scheduler %q is instrumented already: Stop its Instrumentation before instrumenting it again (two would count everything twice)", s.Name())
-	}
-
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
 	obs := newObserver[K](&c, in, s.Name(), attrs)
+	if err := install(s, obs); err != nil {
+		return nil, err
+	}
 	observe := metric.WithAttributeSet(attrs)
 	depth := newDepthByPriority(attrs)
+	runnerAttrs := newRunnerAttrs(attrs)
 
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		observeDepth(depth, s, o, in.depth)
@@ -69,10 +67,9 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
 		o.ObserveFloat64(in.oldestPending, st.OldestPending.Seconds(), observe)
-		workers := int64(c.workers)
-		if rc := b.runner.Load(); rc != nil {
-			rc.observe(o, in, attrs)
-			workers = rc.workers
+		workers := b.observe(o, in, runnerAttrs)
+		if workers == 0 {
+			workers = int64(c.workers)
 		}
 		if workers > 0 {
 			o.ObserveInt64(in.workers, workers, observe)
@@ -83,20 +80,33 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	if err != nil {
 		otel.Handle(err)
 	}
-	s.SetObserver(obs)
-	b.instrumented = true
 	return &Instrumentation{
 		client: obs.client,
 		reg:    reg,
-		stop: func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.instrumented = false
-			if s.Observer() == scheduler.Observer[K](obs) {
-				drainAttempts(s, b)
-			}
-		},
+		stop:   func() { drainAttempts(s, scheduler.Observer[K](obs)) },
 	}, nil
+}
+
+// install makes obs the Observer of s, atomically: it fails when s is
+// instrumented already or has an Observer of someone else's, and takes over
+// from a stopped Instrumentation whose attempts are still in flight (obs's
+// Done ends their spans).
+func install[K comparable](s *scheduler.Scheduler[K], obs *observer[K]) error {
+	for {
+		cur := s.Observer()
+		switch cur.(type) {
+		case nil, *drainObserver[K]:
+		case *observer[K]:
+			return fmt.Errorf("otelqueue: the scheduler %q is instrumented already: Stop its Instrumentation before instrumenting it again (two would count everything twice)", s.Name())
+		default:
+			return fmt.Errorf("otelqueue: the scheduler %q has an Observer already (%T, installed with SetObserver): Instrument would replace it; remove it first (SetObserver(nil))", s.Name(), cur)
+		}
+		if s.CompareAndSwapObserver(cur, obs) {
+			return nil
+		}
+		// cur changed meanwhile (a drain ended, or another Instrument won):
+		// look again.
+	}
 }
 
 // ClientStats returns where the queue's reconcile attempts spent their time

@@ -87,7 +87,7 @@ const (
 	// controller-runtime's "controller" label.
 	AttrController = attribute.Key("controller")
 	// AttrResult is the outcome of a reconcile (MetricReconcileResults and the
-	// reconcile span).
+	// reconcile span): an Outcome's String.
 	AttrResult = attribute.Key("result")
 
 	// Span attributes. Keys and other per-item data go on spans only, never
@@ -103,15 +103,6 @@ const (
 	AttrWaitReason   = attribute.Key("workqueue.wait_reason")
 	AttrDroppedLinks = attribute.Key("workqueue.links.dropped")
 	AttrLinkKind     = attribute.Key("workqueue.link")
-)
-
-// Values of AttrResult.
-const (
-	ResultSuccess      = "success"
-	ResultError        = "error"
-	ResultRequeue      = "requeue"
-	ResultRequeueAfter = "requeue_after"
-	ResultPanic        = "panic"
 )
 
 // instruments are the OpenTelemetry instruments of one meter. Every creation

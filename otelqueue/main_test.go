@@ -357,3 +357,6 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 	}
 	return root, queued, reconcile
 }
+
+// outcomeCounts is the type of RunnerStats.Outcomes, for literals.
+type outcomeCounts = [len(otelqueue.RunnerStats{}.Outcomes)]uint64

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,11 +189,13 @@ func TestMetricsExplicitBuckets(t *testing.T) {
 // included, and that the name attribute stays the queue's name.
 func TestMetricsControllerName(t *testing.T) {
 	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithControllerName("order-reconciler")}})
-	if _, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
+	r, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
 		return otelqueue.Result{}, nil
-	}); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer runtime.KeepAlive(r) // its workers count while it lives
 	e.q.Add("a")
 	e.getKey(t, "a")
 	e.q.Done("a")
@@ -231,9 +234,9 @@ func TestMetricsRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := func(success, errs, requeue, requeueAfter, panics int64) metricdata.Metrics {
-		dp := func(result string, v int64) metricdata.DataPoint[int64] {
+		dp := func(result otelqueue.Outcome, v int64) metricdata.DataPoint[int64] {
 			return metricdata.DataPoint[int64]{
-				Attributes: attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrResult.String(result))...),
+				Attributes: attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrResult.String(result.String()))...),
 				Value:      v,
 			}
 		}
@@ -244,11 +247,11 @@ func TestMetricsRunner(t *testing.T) {
 				Temporality: metricdata.CumulativeTemporality,
 				IsMonotonic: true,
 				DataPoints: []metricdata.DataPoint[int64]{
-					dp(otelqueue.ResultSuccess, success),
-					dp(otelqueue.ResultError, errs),
-					dp(otelqueue.ResultRequeue, requeue),
-					dp(otelqueue.ResultRequeueAfter, requeueAfter),
-					dp(otelqueue.ResultPanic, panics),
+					dp(otelqueue.OutcomeSuccess, success),
+					dp(otelqueue.OutcomeError, errs),
+					dp(otelqueue.OutcomeRequeue, requeue),
+					dp(otelqueue.OutcomeRequeueAfter, requeueAfter),
+					dp(otelqueue.OutcomePanic, panics),
 				},
 			},
 		}
@@ -277,7 +280,7 @@ func TestMetricsRunner(t *testing.T) {
 	close(hold)
 	testutil.WaitFor(t, "six reconciles", func() bool {
 		s := r.Stats()
-		return s.Success+s.Error+s.Requeue+s.RequeueAfter+s.Panic == 6
+		return s.Reconciles() == 6
 	})
 	testutil.WaitFor(t, "the last Done", func() bool { return e.q.Stats().InFlight == 0 })
 	rm = e.collect(t)
@@ -285,7 +288,7 @@ func TestMetricsRunner(t *testing.T) {
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
 		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
 		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
-	if s := r.Stats(); s != (otelqueue.RunnerStats{Workers: 1, Success: 2, Error: 1, Requeue: 1, RequeueAfter: 1, Panic: 1}) {
+	if s := r.Stats(); s != (otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeSuccess: 2, otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeue: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomePanic: 1}}) {
 		t.Errorf("Runner.Stats() = %+v", s)
 	}
 

@@ -126,22 +126,24 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		return &attemptContext{Context: rootCtx}
 	}
 
-	key := keyString(it.Key)
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs,
+	// One array (one allocation) holds the attempt's attributes: the root
+	// carries all of them, "reconcile" those that identify the attempt,
+	// "queued" the wait reason.
+	attrs := [6]attribute.KeyValue{
 		AttrQueueName.String(o.queue),
-		AttrKey.String(key),
-		AttrAttempt.Int(it.Requeues+1),
+		AttrKey.String(keyString(it.Key)),
+		AttrAttempt.Int(it.Requeues + 1),
 		AttrWaitReason.String(it.Reason.String()),
 		AttrCoalesced.Int(it.Coalesced),
-	)
-	if it.DroppedLinks > 0 {
-		attrs = append(attrs, AttrDroppedLinks.Int(it.DroppedLinks))
 	}
-	root.SetAttributes(attrs...)
+	ident, reason, all := attrs[:3], attrs[3:4], attrs[:5]
+	if it.DroppedLinks > 0 {
+		all = append(all, AttrDroppedLinks.Int(it.DroppedLinks))
+	}
+	root.SetAttributes(all...)
 
 	queuedCtx, queued := o.tracer.Start(rootCtx, SpanQueued, trace.WithTimestamp(it.EnqueuedAt))
-	queued.SetAttributes(attrs[3]) // wait reason
+	queued.SetAttributes(reason...)
 	if it.ReadyAt.After(it.EnqueuedAt) {
 		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
 	}
@@ -149,7 +151,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
-	reconcile.SetAttributes(attrs[0], attrs[1], attrs[2])
+	reconcile.SetAttributes(ident...)
 	return &attemptContext{Context: reconcileCtx, root: root}
 }
 

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,9 +236,11 @@ func TestPrometheusBridge(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newEnv(t, envConfig{reader: exp})
-			if _, err := otelqueue.NewRunner(e.q, 1, okReconcile); err != nil {
+			runner, err := otelqueue.NewRunner(e.q, 1, okReconcile)
+			if err != nil {
 				t.Fatal(err)
 			}
+			defer runtime.KeepAlive(runner) // its workers count while it lives
 			srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 			t.Cleanup(srv.Close)
 

@@ -5,29 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/scheduler"
 )
-
-// Result tells a Runner what to do with a key after a successful reconcile,
-// as controller-runtime's reconcile.Result does.
-type Result struct {
-	// Requeue asks for the key to be processed again after the rate
-	// limiter's backoff.
-	Requeue bool
-	// RequeueAfter, when positive, asks for the key to be processed again
-	// after this delay; it takes precedence over Requeue.
-	RequeueAfter time.Duration
-}
 
 // ReconcileFunc processes one key. ctx carries the "reconcile" span, so
 // spans started from it are its children. A returned error requeues the key
@@ -41,6 +29,8 @@ type Runner[K comparable] struct {
 	workers   int
 	reconcile ReconcileFunc[K]
 	counters  *runnerCounters
+	binding   *binding     // the queue's: what its Instrumentation reports
+	share     *runnerShare // this Runner's workers in binding
 	logger    *slog.Logger // nil: slog.Default()
 	limiter   *logLimiter
 	started   atomic.Bool // Run was called
@@ -57,21 +47,27 @@ type RunnerStats struct {
 	// and by Workers, is the workers' utilization (1 when every worker was
 	// busy all the time).
 	Busy time.Duration
-	// Results counts finished reconciles by outcome.
-	Success, Error, Requeue, RequeueAfter, Panic uint64
+	// Outcomes counts finished reconciles by outcome, indexed by Outcome:
+	// Outcomes[OutcomeError] is the number of reconciles that returned an
+	// error.
+	Outcomes [numOutcomes]uint64
 }
 
-// runnerCounters are kept in atomics and read by the observable instruments
-// of the queue's Instrumentation at collection time.
+// Reconciles returns the number of finished reconciles, of every outcome.
+func (s RunnerStats) Reconciles() uint64 {
+	var n uint64
+	for _, c := range s.Outcomes {
+		n += c
+	}
+	return n
+}
+
+// runnerCounters are one Runner's numbers (Stats); the queue's binding sums
+// those of all its Runners for the Instrumentation's metrics.
 type runnerCounters struct {
-	workers                                     int64
-	active                                      atomic.Int64
-	success, errors, requeue, requeueAfter, pan atomic.Uint64
-
-	busy busyClock
-
-	attrsOnce sync.Once
-	byResult  [5]metric.ObserveOption
+	active   atomic.Int64
+	outcomes [numOutcomes]atomic.Uint64
+	busy     busyClock
 }
 
 // busyClock adds up the time workers spend processing keys, including the
@@ -114,23 +110,11 @@ func (b *busyClock) total() time.Duration {
 	return b.done + time.Duration(b.running)*now - b.starts
 }
 
-func (rc *runnerCounters) observe(o metric.Observer, in *instruments, queue attribute.Set) {
-	rc.attrsOnce.Do(func() {
-		for i, r := range []string{ResultSuccess, ResultError, ResultRequeue, ResultRequeueAfter, ResultPanic} {
-			kvs := append(queue.ToSlice(), AttrResult.String(r))
-			rc.byResult[i] = metric.WithAttributeSet(attribute.NewSet(kvs...))
-		}
-	})
-	o.ObserveInt64(in.activeWorkers, rc.active.Load(), metric.WithAttributeSet(queue))
-	for i, c := range []*atomic.Uint64{&rc.success, &rc.errors, &rc.requeue, &rc.requeueAfter, &rc.pan} {
-		o.ObserveInt64(in.results, int64(c.Load()), rc.byResult[i])
-	}
-}
-
 // NewRunner returns a Runner with the given number of workers. If the queue
 // is instrumented (Instrument, before or after NewRunner), the Runner's
-// worker count, results and active workers are reported with the queue's
-// metrics; the Runner made last for a queue is the one reported. It fails
+// worker count, outcomes and active workers are reported with the queue's
+// metrics, summed with those of the queue's other Runners; its workers count
+// until its Run returns. It fails
 // when queue or reconcile is nil, workers is less than 1 or an option is
 // invalid.
 func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconcile ReconcileFunc[K], opts ...RunnerOption) (*Runner[K], error) {
@@ -149,28 +133,30 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	counters := &runnerCounters{workers: int64(workers), busy: busyClock{clock: c.clock, base: c.clock.Now()}}
+	b := bindingOf(queue)
 	r := &Runner[K]{
-		queue: queue, workers: workers, reconcile: reconcile, counters: counters,
+		queue: queue, workers: workers, reconcile: reconcile,
+		counters: &runnerCounters{busy: busyClock{clock: c.clock, base: c.clock.Now()}},
+		binding:  b, share: newRunnerShare(b, workers),
 		logger: c.logger, limiter: newLogLimiter(c.clock, c.logBurst, c.logInterval),
 	}
-	bindingOf(queue).runner.Store(counters)
+	// A Runner that is never run gives its workers back when collected.
+	runtime.AddCleanup(r, (*runnerShare).release, r.share)
 	return r, nil
 }
 
 // Stats returns the Runner's numbers.
 func (r *Runner[K]) Stats() RunnerStats {
 	c := r.counters
-	return RunnerStats{
+	st := RunnerStats{
 		Workers:       r.workers,
 		ActiveWorkers: int(c.active.Load()),
 		Busy:          c.busy.total(),
-		Success:       c.success.Load(),
-		Error:         c.errors.Load(),
-		Requeue:       c.requeue.Load(),
-		RequeueAfter:  c.requeueAfter.Load(),
-		Panic:         c.pan.Load(),
 	}
+	for o := range c.outcomes {
+		st.Outcomes[o] = c.outcomes[o].Load()
+	}
+	return st
 }
 
 // Run starts the workers and blocks until ctx is done. Then its workers stop
@@ -199,6 +185,7 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("otelqueue: Run was called more than once: a Runner runs once (it shuts its queue down when it stops); make a new queue and a new Runner to run again")
 	}
+	defer r.share.release()
 	if r.queue.ShuttingDown() {
 		return fmt.Errorf("otelqueue: Run on queue %q, which is already shut down and hands out no more keys: make a new queue and a new Runner", r.queue.Name())
 	}
@@ -245,8 +232,9 @@ func (r *Runner[K]) work(ctx context.Context) {
 // returned, panicked or called runtime.Goexit.
 func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	ctx := it.Context()
-	c := r.counters
+	c, b := r.counters, r.binding
 	c.active.Add(1)
+	b.active.Add(1)
 	started := c.busy.start()
 	var (
 		res      Result
@@ -255,7 +243,7 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 	)
 	defer func() {
 		c.busy.end(started)
-		var outcome string
+		var outcome Outcome
 		var stack []byte
 		if panicked {
 			stack = debug.Stack()
@@ -264,36 +252,27 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 			if perr.Goexit {
 				err = fmt.Errorf("%w: counted as a panic, and its worker was replaced", err)
 			}
-			outcome = ResultPanic
+			outcome = OutcomePanic
 		} else {
 			outcome = Classify(res, err)
 		}
 		switch outcome {
-		case ResultError, ResultPanic, ResultRequeue:
+		case OutcomeError, OutcomePanic, OutcomeRequeue:
 			r.queue.AddRateLimited(it.Key)
-		case ResultRequeueAfter:
+		case OutcomeRequeueAfter:
 			r.queue.Forget(it.Key)
 			r.queue.AddAfter(it.Key, res.RequeueAfter)
 		default:
 			r.queue.Forget(it.Key)
 		}
-		RecordResult(trace.SpanFromContext(ctx), outcome, err)
-		switch outcome {
-		case ResultSuccess:
-			c.success.Add(1)
-		case ResultError:
-			c.errors.Add(1)
-		case ResultRequeue:
-			c.requeue.Add(1)
-		case ResultRequeueAfter:
-			c.requeueAfter.Add(1)
-		case ResultPanic:
-			c.pan.Add(1)
-		}
+		RecordOutcome(trace.SpanFromContext(ctx), outcome, err)
+		c.outcomes[outcome].Add(1)
+		b.outcomes[outcome].Add(1)
 		if err != nil {
 			r.logError(ctx, it.Key, err, stack)
 		}
 		c.active.Add(-1)
+		b.active.Add(-1)
 		r.queue.Done(it.Key)
 	}()
 	res, err = r.reconcile(ctx, it.Key)

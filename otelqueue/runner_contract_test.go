@@ -128,7 +128,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			}
 			q.Add("a")
 			stop := runRunner(t, r)
-			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Success == 1 && q.Stats().InFlight == 0 })
+			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && q.Stats().InFlight == 0 })
 			rm := e.collect(t)
 			assertMetrics(t, rm, noTime,
 				intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, 0),
@@ -136,7 +136,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			res := findMetric(t, rm, otelqueue.MetricReconcileResults)
 			var success int64 = -1
 			for _, dp := range res.Data.(metricdata.Sum[int64]).DataPoints {
-				if v, _ := dp.Attributes.Value(otelqueue.AttrResult); v.AsString() == otelqueue.ResultSuccess {
+				if v, _ := dp.Attributes.Value(otelqueue.AttrResult); v.AsString() == otelqueue.OutcomeSuccess.String() {
 					success = dp.Value
 				}
 			}
@@ -244,16 +244,16 @@ func TestRunnerGoexit(t *testing.T) {
 		}
 	})
 	e.q.Add("exit")
-	testutil.WaitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // its retry, after the backoff, succeeds
-	testutil.WaitFor(t, "its retry", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "its retry", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
 	// Both workers still there: two reconciles at once.
 	e.q.Add("a")
 	e.q.Add("b")
 	testutil.Receive(t, running, "a reconcile")
 	testutil.Receive(t, running, "a second reconcile at the same time")
 	close(release)
-	testutil.WaitFor(t, "a and b", func() bool { return r.Stats().Success == 3 })
+	testutil.WaitFor(t, "a and b", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 3 })
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned %v with its ctx live", err)
@@ -264,7 +264,7 @@ func TestRunnerGoexit(t *testing.T) {
 	if st := rec.Status(); !strings.Contains(st.Description, "runtime.Goexit") || strings.Contains(st.Description, "<nil>") {
 		t.Errorf("status of the attempt that called Goexit: %q, want the cause (runtime.Goexit), not a nil panic", st.Description)
 	}
-	if got := attrMap(rec.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.ResultPanic {
+	if got := attrMap(rec.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("result %q, want panic", got)
 	}
 }

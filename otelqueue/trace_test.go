@@ -308,9 +308,9 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	enq, enqSC := e.enqueuer(t, "handler")
 	e.q.AddContext(enq, "a")
 	stop := runRunner(t, r)
-	testutil.WaitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Error == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeError] == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // the backoff
-	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()
@@ -323,7 +323,7 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 		t.Errorf("failed reconcile status %+v, want Error \"boom\"", st)
 	}
 	assertException(t, reconcile1, "boom", false)
-	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.ResultError {
+	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomeError.String() {
 		t.Errorf("failed reconcile result %q", got)
 	}
 
@@ -341,7 +341,7 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	if st := reconcile2.Status(); st.Code != codes.Unset {
 		t.Errorf("successful reconcile status %+v", st)
 	}
-	if got := attrMap(reconcile2.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.ResultSuccess {
+	if got := attrMap(reconcile2.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomeSuccess.String() {
 		t.Errorf("successful reconcile result %q", got)
 	}
 }
@@ -409,9 +409,9 @@ func TestTracePanic(t *testing.T) {
 	}
 	e.q.Add("a")
 	stop := runRunner(t, r)
-	testutil.WaitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Panic == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second)
-	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Success == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()
@@ -422,7 +422,7 @@ func TestTracePanic(t *testing.T) {
 		t.Errorf("panicked reconcile status %+v, want Error with the panic", st)
 	}
 	assertException(t, reconcile1, "kaboom", true)
-	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.ResultPanic {
+	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("panicked reconcile result %q", got)
 	}
 	assertLinks(t, root2, sdktrace.Link{SpanContext: reconcile1.SpanContext(), Attributes: linkPrevious})

@@ -2,6 +2,7 @@ package otelqueue_test
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -43,10 +44,12 @@ func TestMetricsWorkers(t *testing.T) {
 	})
 	t.Run("Runner wins", func(t *testing.T) {
 		e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithWorkers(8)}})
-		if _, err := otelqueue.NewRunner(e.q, 3, okReconcile); err != nil {
+		r, err := otelqueue.NewRunner(e.q, 3, okReconcile)
+		if err != nil {
 			t.Fatal(err)
 		}
 		assertMetrics(t, e.collect(t), noTime, workersGauge(queueAttrs, 3))
+		runtime.KeepAlive(r) // a Runner collected without running counts no more
 	})
 	t.Run("invalid", func(t *testing.T) {
 		for _, n := range []int{0, -2} {
@@ -91,13 +94,13 @@ func TestRunnerBusy(t *testing.T) {
 		t.Errorf("two workers busy for 3s: Busy %v, want 6s", b)
 	}
 	close(release["a"])
-	testutil.WaitFor(t, "a's end", func() bool { return r.Stats().Success == 1 })
+	testutil.WaitFor(t, "a's end", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 })
 	e.step(time.Second)
 	if b := r.Stats().Busy; b != 7*time.Second {
 		t.Errorf("a worked 3s, b 4s so far: Busy %v, want 7s", b)
 	}
 	close(release["b"])
-	testutil.WaitFor(t, "b's end", func() bool { return r.Stats().Success == 2 })
+	testutil.WaitFor(t, "b's end", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 2 })
 	e.step(time.Hour)
 	if s := r.Stats(); s.Busy != 7*time.Second || s.Workers != 2 {
 		t.Errorf("idle for an hour: Busy %v, Workers %d; want 7s, 2", s.Busy, s.Workers)

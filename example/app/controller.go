@@ -139,7 +139,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	if cfg.SummaryEvery > 0 {
 		busy := func(time.Time) (time.Duration, uint64) {
 			rs := runner.Stats()
-			return rs.Busy, rs.Success + rs.Error + rs.Requeue + rs.RequeueAfter + rs.Panic
+			return rs.Busy, rs.Reconciles()
 		}
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, runner, m) })
@@ -150,7 +150,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	cluster.Close()
 	st, rs := queue.Stats(), runner.Stats()
 	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics, %d interrupted by the stop), %d keys left pending",
-		st.Adds, st.Retries, rs.Success+rs.Error+rs.Requeue+rs.RequeueAfter+rs.Panic, rs.Success, rs.Error, rs.Panic, c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
+		st.Adds, st.Retries, rs.Reconciles(), rs.Outcomes[otelqueue.OutcomeSuccess], rs.Outcomes[otelqueue.OutcomeError], rs.Outcomes[otelqueue.OutcomePanic], c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
 	return err
 }
 

@@ -24,7 +24,7 @@ func summarize(ctx context.Context, every time.Duration, q *scheduler.Scheduler[
 			cur := m.Read(q.Stats())
 			st := cur.Queue
 			log.Printf("queue %s: depth=%d delayed=%d in_flight=%d oldest=%v errors=%d %s",
-				q.Name(), st.Depth, st.Delayed, st.InFlight, st.OldestPending.Round(time.Millisecond), r.Stats().Error, m.Line(prev, cur))
+				q.Name(), st.Depth, st.Delayed, st.InFlight, st.OldestPending.Round(time.Millisecond), r.Stats().Outcomes[otelqueue.OutcomeError], m.Line(prev, cur))
 			prev = cur
 		}
 	}

@@ -22,31 +22,31 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		res  otelqueue.Result
 		err  error
-		want string
+		want otelqueue.Outcome
 	}{
-		{otelqueue.Result{}, nil, otelqueue.ResultSuccess},
-		{otelqueue.Result{Requeue: true}, nil, otelqueue.ResultRequeue},
-		{otelqueue.Result{RequeueAfter: time.Second}, nil, otelqueue.ResultRequeueAfter},
-		{otelqueue.Result{Requeue: true, RequeueAfter: time.Second}, nil, otelqueue.ResultRequeueAfter},
-		{otelqueue.Result{RequeueAfter: -time.Second}, nil, otelqueue.ResultSuccess},
-		{otelqueue.Result{Requeue: true, RequeueAfter: time.Second}, boom, otelqueue.ResultError},
+		{otelqueue.Result{}, nil, otelqueue.OutcomeSuccess},
+		{otelqueue.Result{Requeue: true}, nil, otelqueue.OutcomeRequeue},
+		{otelqueue.Result{RequeueAfter: time.Second}, nil, otelqueue.OutcomeRequeueAfter},
+		{otelqueue.Result{Requeue: true, RequeueAfter: time.Second}, nil, otelqueue.OutcomeRequeueAfter},
+		{otelqueue.Result{RequeueAfter: -time.Second}, nil, otelqueue.OutcomeSuccess},
+		{otelqueue.Result{Requeue: true, RequeueAfter: time.Second}, boom, otelqueue.OutcomeError},
 	} {
 		if got := otelqueue.Classify(tc.res, tc.err); got != tc.want {
-			t.Errorf("Classify(%+v, %v) = %q, want %q", tc.res, tc.err, got, tc.want)
+			t.Errorf("Classify(%+v, %v) = %v, want %v", tc.res, tc.err, got, tc.want)
 		}
 	}
 }
 
-// TestRecordResult checks what RecordResult puts on a real SDK span for
+// TestRecordOutcome checks what RecordOutcome puts on a real SDK span for
 // each kind of end, and that it leaves a non-recording span alone.
-func TestRecordResult(t *testing.T) {
+func TestRecordOutcome(t *testing.T) {
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	record := func(result string, err error) sdktrace.ReadOnlySpan {
+	record := func(outcome otelqueue.Outcome, err error) sdktrace.ReadOnlySpan {
 		t.Helper()
-		_, span := tp.Tracer("test").Start(context.Background(), result)
-		otelqueue.RecordResult(span, result, err)
+		_, span := tp.Tracer("test").Start(context.Background(), outcome.String())
+		otelqueue.RecordOutcome(span, outcome, err)
 		span.End()
 		spans := sr.Ended()
 		return spans[len(spans)-1]
@@ -84,11 +84,11 @@ func TestRecordResult(t *testing.T) {
 		}
 	}
 
-	check(record(otelqueue.ResultSuccess, nil), want{status: codes.Unset})
-	check(record(otelqueue.ResultRequeue, nil), want{status: codes.Unset})
-	check(record(otelqueue.ResultError, errors.New("boom")), want{status: codes.Error, desc: "boom", exception: "boom"})
+	check(record(otelqueue.OutcomeSuccess, nil), want{status: codes.Unset})
+	check(record(otelqueue.OutcomeRequeue, nil), want{status: codes.Unset})
+	check(record(otelqueue.OutcomeError, errors.New("boom")), want{status: codes.Error, desc: "boom", exception: "boom"})
 	perr := otelqueue.NewPanicError(io.EOF, []byte("goroutine 1 [running]:"))
-	check(record(otelqueue.ResultPanic, perr), want{status: codes.Error, desc: "panicked: EOF", exception: "panicked: EOF", stack: true})
+	check(record(otelqueue.OutcomePanic, perr), want{status: codes.Error, desc: "panicked: EOF", exception: "panicked: EOF", stack: true})
 	if !errors.Is(perr, io.EOF) {
 		t.Error("a PanicError does not unwrap to the error it panicked with")
 	}
@@ -96,12 +96,35 @@ func TestRecordResult(t *testing.T) {
 	if !goexit.Goexit || strings.Contains(goexit.Error(), "nil") || !strings.Contains(goexit.Error(), "runtime.Goexit") {
 		t.Errorf("PanicError for Goexit: %+v, %q", goexit, goexit)
 	}
-	check(record(otelqueue.ResultPanic, goexit), want{status: codes.Error, desc: "runtime.Goexit", exception: "runtime.Goexit"})
+	check(record(otelqueue.OutcomePanic, goexit), want{status: codes.Error, desc: "runtime.Goexit", exception: "runtime.Goexit"})
 
 	n := len(sr.Ended())
 	_, span := tracenoop.NewTracerProvider().Tracer("test").Start(context.Background(), "noop")
-	otelqueue.RecordResult(span, otelqueue.ResultError, errors.New("boom")) // must not panic
+	otelqueue.RecordOutcome(span, otelqueue.OutcomeError, errors.New("boom")) // must not panic
 	if len(sr.Ended()) != n {
 		t.Error("a non-recording span was recorded")
+	}
+}
+
+// TestOutcomeNames: every outcome has controller-runtime's "result" label
+// value, and a value outside the table says what it is.
+func TestOutcomeNames(t *testing.T) {
+	want := map[otelqueue.Outcome]string{
+		otelqueue.OutcomeSuccess:      "success",
+		otelqueue.OutcomeError:        "error",
+		otelqueue.OutcomeRequeue:      "requeue",
+		otelqueue.OutcomeRequeueAfter: "requeue_after",
+		otelqueue.OutcomePanic:        "panic",
+	}
+	if n := len(otelqueue.RunnerStats{}.Outcomes); n != len(want) {
+		t.Fatalf("RunnerStats.Outcomes has %d entries, want %d", n, len(want))
+	}
+	for o, name := range want {
+		if o.String() != name {
+			t.Errorf("Outcome(%d).String() = %q, want %q", o, o.String(), name)
+		}
+	}
+	if got := otelqueue.Outcome(200).String(); got != "Outcome(200)" {
+		t.Errorf("Outcome(200).String() = %q", got)
 	}
 }

@@ -1,0 +1,118 @@
+package otelqueue
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Result tells a Runner what to do with a key after a successful reconcile,
+// as controller-runtime's reconcile.Result does.
+type Result struct {
+	// Requeue asks for the key to be processed again after the rate
+	// limiter's backoff.
+	Requeue bool
+	// RequeueAfter, when positive, asks for the key to be processed again
+	// after this delay; it takes precedence over Requeue.
+	RequeueAfter time.Duration
+}
+
+// Outcome is how a reconcile ended. Its String is the value of the
+// AttrResult attribute, on the "reconcile" span and on
+// MetricReconcileResults, as controller-runtime's "result" label.
+type Outcome uint8
+
+// The outcomes, in the order of outcomeNames.
+const (
+	// OutcomeSuccess: the reconcile returned no error and asked for no
+	// requeue ("success").
+	OutcomeSuccess Outcome = iota
+	// OutcomeError: the reconcile returned an error ("error").
+	OutcomeError
+	// OutcomeRequeue: Result.Requeue without RequeueAfter ("requeue").
+	OutcomeRequeue
+	// OutcomeRequeueAfter: a positive Result.RequeueAfter
+	// ("requeue_after").
+	OutcomeRequeueAfter
+	// OutcomePanic: the reconcile panicked or called runtime.Goexit
+	// ("panic"; see PanicError).
+	OutcomePanic
+
+	numOutcomes = iota
+)
+
+// outcomeNames is the one table of outcomes: their attribute values.
+var outcomeNames = [numOutcomes]string{
+	OutcomeSuccess:      "success",
+	OutcomeError:        "error",
+	OutcomeRequeue:      "requeue",
+	OutcomeRequeueAfter: "requeue_after",
+	OutcomePanic:        "panic",
+}
+
+// outcomeAttrs holds the AttrResult attribute of each outcome.
+var outcomeAttrs = func() (a [numOutcomes]attribute.KeyValue) {
+	for o, name := range outcomeNames {
+		a[o] = AttrResult.String(name)
+	}
+	return a
+}()
+
+// String returns the outcome's AttrResult value, such as "requeue_after".
+func (o Outcome) String() string {
+	if o < numOutcomes {
+		return outcomeNames[o]
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+func (o Outcome) attr() attribute.KeyValue {
+	if o < numOutcomes {
+		return outcomeAttrs[o]
+	}
+	return AttrResult.String(o.String())
+}
+
+// Classify returns the outcome of a reconcile that returned res and err,
+// with controller-runtime's precedence: OutcomeError when err is not nil,
+// else OutcomeRequeueAfter when res.RequeueAfter is positive, else
+// OutcomeRequeue when res.Requeue, else OutcomeSuccess. A reconcile that
+// panicked is OutcomePanic (see PanicError). Runner uses it, and so does
+// package controllerruntime, with reconcile.Result's fields.
+func Classify(res Result, err error) Outcome {
+	switch {
+	case err != nil:
+		return OutcomeError
+	case res.RequeueAfter > 0:
+		return OutcomeRequeueAfter
+	case res.Requeue:
+		return OutcomeRequeue
+	default:
+		return OutcomeSuccess
+	}
+}
+
+// RecordOutcome records the end of a reconcile on its span (the attempt's
+// "reconcile" span): the AttrResult attribute (outcome's name) and, when err
+// is not nil, err as an exception event (with the stack trace of a PanicError it
+// wraps) and status Error with err's message. It does nothing on a span
+// that is not recording.
+func RecordOutcome(span trace.Span, outcome Outcome, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(outcome.attr())
+	if err == nil {
+		return
+	}
+	if perr := (*PanicError)(nil); errors.As(err, &perr) && perr.Stack != nil {
+		span.RecordError(err, trace.WithAttributes(attribute.String("exception.stacktrace", string(perr.Stack))))
+	} else {
+		span.RecordError(err)
+	}
+	span.SetStatus(codes.Error, err.Error())
+}
