@@ -21,11 +21,11 @@ GO        ?= go
 # The fuzz budget is a number of executions, not a duration: a duration-based
 # -fuzztime races Go's fuzz coordinator against its own deadline and can fail
 # with a bare "context deadline exceeded" and no crasher (golang/go#75804,
-# fixed in Go 1.27). 150000 executions: 20 s on 2 cores, 2 min 14 s cold (docs/testing.md).
+# fixed in Go 1.27). How long 150000 executions take: docs/testing.md#fuzz.
 FUZZTIME  ?= 150000x
 # make bench: BENCH selects benchmarks (a -bench regexp), BENCHTIME is go
-# test's -benchtime, COUNT the number of rounds (the defaults took 11 min
-# 25 s on 2 cores on 2026-12-01), BENCHFLAGS go to cmd/ratios (-fail: exit 1
+# test's -benchtime, COUNT the number of rounds (how long the defaults take:
+# docs/testing.md#how-long), BENCHFLAGS go to cmd/ratios (-fail: exit 1
 # when a target is missed).
 BENCHTIME  ?= 1s
 COUNT      ?= 6
@@ -42,10 +42,9 @@ MODULES := . bench controllerruntime
 # and a collector build).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LINT_MODULES := $(MODULES) e2e release
-# Cold builds of Jaeger and the collector take several minutes.
+# Room for the cold builds of Jaeger and the collector (docs/testing.md#how-long).
 E2E_TIMEOUT ?= 45m
-# A cold build of kube-apiserver took 7 min 51 s on 2 quiet cores, 21 min on
-# busy ones (docs/testing.md).
+# Room for a cold build of kube-apiserver (how long: docs/testing.md#a-real-control-plane).
 APISERVER_TIMEOUT ?= 45m
 # Prints the directory of kube-apiserver and etcd: $KUBEBUILDER_ASSETS when
 # set, otherwise both built from the Go module proxy and cached in e2e/.bin.

@@ -58,7 +58,7 @@
 // call the queue's plain Add and AddWithOpts, with no context. With
 // [ObjectLinkSource] the attempt links, when a worker takes the request, to
 // the writer found in the object's tracing.k8s.io/traceparent annotation
-// (otelqueue.TraceparentAnnotation, written by otelqueue.InjectTraceparent).
+// (written by traceparent.Inject, package github.com/otelqueue/otelqueue/traceparent).
 // To link at enqueue time too, to the object of the event:
 // [EnqueueRequestForObject] (or [TypedEnqueueRequestForObject]) in Watches
 // enqueues with the handler's ctx and the annotation's span context, and
@@ -102,18 +102,10 @@
 //     only. Through the OpenTelemetry Prometheus exporter
 //     (go.opentelemetry.io/otel/exporters/prometheus) they have
 //     controller-runtime's names and its "name" and "controller" labels:
-//     workqueue_depth, workqueue_adds_total, workqueue_retries_total,
-//     workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
-//     workqueue_unfinished_work_seconds,
-//     workqueue_longest_running_processor_seconds, plus otelqueue's own
-//     (workqueue_oldest_pending_item_seconds, workqueue_delayed,
-//     workqueue_coalesced_total, and workqueue_workers when the queue was
-//     built through [Controller.Options]), and the exporter's otel_scope_* labels
-//     unless it is built WithoutScopeInfo. The two histograms carry
-//     exemplars pointing to the attempt's trace. workqueue_depth has
-//     controller-runtime's third label, "priority" (otelqueue.AttrPriority),
-//     with its limit of 25 priorities. The histogram buckets are
-//     otelqueue's (otelqueue.DefaultBuckets()), not controller-runtime's.
+//     workqueue_depth, workqueue_queue_duration_seconds and
+//     workqueue_work_duration_seconds among them, the two histograms with
+//     exemplars pointing to the attempt's trace, and workqueue_workers when
+//     the queue was built through [Controller.Options].
 //
 // An application that serves both registries on one endpoint (for example
 // through prometheus.Gatherers{metrics.Registry, exporterRegistry}, as
@@ -122,4 +114,8 @@
 // controller-runtime's help texts, word for word, so that this also works
 // while other controllers of the application keep controller-runtime's own
 // queue: each workqueue_* family then holds the series of both kinds.
+//
+// docs/metrics.md in the repository lists every metric with its kind, unit,
+// labels and Prometheus name, the buckets, and how they differ from
+// controller-runtime's.
 package controllerruntime
