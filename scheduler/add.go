@@ -44,6 +44,8 @@ func (s *Scheduler[K]) AddRateLimitedContext(ctx context.Context, key K) {
 	s.addRateLimited(key, trace.SpanContextFromContext(ctx))
 }
 
+// addRateLimited adds key after the RateLimiter's delay, with the span
+// context sc (zero: none).
 func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
 	if s.ShuttingDown() {
 		return
@@ -100,6 +102,8 @@ func (s *Scheduler[K]) Forget(key K) { s.rl.Forget(key) }
 // NumRequeues returns the RateLimiter's failure count for key.
 func (s *Scheduler[K]) NumRequeues(key K) int { return s.rl.NumRequeues(key) }
 
+// addKind tells which method added a key: a plain add (Add, AddContext), a
+// delayed one (AddAfter) or a rate-limited one (AddRateLimited).
 type addKind uint8
 
 const (
@@ -108,6 +112,7 @@ const (
 	addRateLimited
 )
 
+// enqueue adds key at priority 0; see enqueueRequeue.
 func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration, kind addKind) {
 	s.enqueueRequeue(key, sc, delay, kind, 0, 0)
 }
@@ -188,10 +193,10 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bo
 	e.coalesced = 0
 	target := r.target
 	if s.set.debounce > 0 {
-		x := e.extras()
+		x := e.ensureExtras()
 		x.deadline, x.hasDeadline = addSat(r.now, s.set.debounceMaxWait), true
 	}
-	if x := e.xs(); r.debounce {
+	if x := e.extrasOrNil(); r.debounce {
 		target = min(addSat(r.now, s.set.debounce), x.deadline)
 		e.debounced = true
 	} else if !r.immediate && x != nil && x.hasDeadline {
@@ -245,11 +250,11 @@ func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind add
 	e.addSpan(sc, s.set.maxLinks)
 	if p := e.running(); kind == addRateLimited && p != nil {
 		if prev := trace.SpanContextFromContext(p.context()); prev.IsValid() {
-			e.extras().previous = prev
+			e.ensureExtras().previous = prev
 		}
 	}
 	if requeues > 0 {
-		e.extras().requeues = requeues
+		e.ensureExtras().requeues = requeues
 	}
 }
 
@@ -257,7 +262,7 @@ func (s *Scheduler[K]) noteAddLocked(e *entry[K], sc trace.SpanContext, kind add
 // run that is delayed or held: the earliest time wins, except that a
 // debounced add may push a debounced run later, up to its deadline.
 func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
-	old, x := e.readyAt, e.xs()
+	old, x := e.readyAt, e.extrasOrNil()
 	switch {
 	case r.debounce:
 		t := min(addSat(r.now, s.set.debounce), x.deadline)

@@ -96,6 +96,8 @@ type settings struct {
 	stopOnShutDown  bool
 }
 
+// settings returns the values the scheduler runs with, c's invalid fields
+// replaced as Config documents.
 func (c Config[K]) settings() settings {
 	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown}
 	if s.maxLinks == 0 {

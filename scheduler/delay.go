@@ -14,6 +14,8 @@ func (s *Scheduler[K]) delayLocked(e *entry[K]) {
 	s.armLocked(e.readyAt)
 }
 
+// armLocked makes sure the delay loop wakes up by the ready time t,
+// starting the loop on the first delayed key.
 func (s *Scheduler[K]) armLocked(t int64) {
 	if !s.loopStarted {
 		s.loopStarted = true
@@ -46,6 +48,9 @@ func (s *Scheduler[K]) promoteLocked(now int64) {
 	}
 }
 
+// delayLoop is the queue's one goroutine for delayed keys: it promotes
+// the keys that are due, then sleeps on one timer until the next ready time,
+// a kick from armLocked for an earlier one, or ShutDown.
 func (s *Scheduler[K]) delayLoop() {
 	defer s.wg.Done()
 	var timer clock.Timer

@@ -8,18 +8,19 @@ const maxFree = 1024
 func (s *Scheduler[K]) forgetLocked(e *entry[K]) {
 	delete(s.entries, e.key)
 	if len(s.freeEntries) < maxFree {
-		sd := e.s
+		sd := e.side
 		if sd != nil {
-			if sd.x != nil {
-				*sd.x = extras{}
+			if sd.extras != nil {
+				*sd.extras = runExtras{}
 			}
-			*sd = side[K]{x: sd.x}
+			*sd = side[K]{extras: sd.extras}
 		}
-		*e = entry[K]{s: sd, seq: e.seq} // seq survives: stale ready slots may still point here
+		*e = entry[K]{side: sd, seq: e.seq} // seq survives: stale ready slots may still point here
 		s.freeEntries = append(s.freeEntries, e)
 	}
 }
 
+// newEntry returns an entry for key, recycled if one is free.
 func (s *Scheduler[K]) newEntry(key K) *entry[K] {
 	e := reuse(&s.freeEntries)
 	e.key = key
@@ -27,6 +28,7 @@ func (s *Scheduler[K]) newEntry(key K) *entry[K] {
 	return e
 }
 
+// newProc returns a run, recycled if one is free.
 func (s *Scheduler[K]) newProc() *proc[K] { return reuse(&s.freeProcs) }
 
 // reuse takes the last object of the free list *free, or makes a new one.

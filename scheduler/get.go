@@ -50,6 +50,9 @@ func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
 	return s.get(ctx, true)
 }
 
+// get waits for a ready key and hands it out, to the Observer first if one
+// is installed. The Item returned is whole when full is set; otherwise only
+// its key and context are set (Get needs no more).
 func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	var it Item[K]
 	s.mu.Lock()
@@ -74,15 +77,8 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	} else if s.timed {
 		p.started = s.now()
 	}
-	if t := s.inflight.tail; t != nil {
-		t.next, p.prev = p, t
-	} else {
-		s.inflight.head = p
-	}
-	s.inflight.tail = p
-	s.inflight.n++
-	s.inflight.startSum += p.started
-	e.side().proc = p
+	s.inflight.push(p)
+	e.ensureSide().proc = p
 
 	if obs != nil {
 		return s.observeLocked(ctx, obs, e, p, wall, full), nil
@@ -154,7 +150,7 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 		}
 	}
 	var ts trace.TraceState
-	if x := e.xs(); x != nil {
+	if x := e.extrasOrNil(); x != nil {
 		ts = x.originState
 		it.Links = x.links
 		x.links = nil
@@ -170,10 +166,10 @@ func (s *Scheduler[K]) resetRun(e *entry[K]) {
 	e.coalesced = 0
 	e.prio = 0
 	e.debounced = false
-	if sd := e.s; sd != nil {
+	if sd := e.side; sd != nil {
 		sd.origin = spanRef{}
-		if sd.x != nil {
-			*sd.x = extras{}
+		if sd.extras != nil {
+			*sd.extras = runExtras{}
 		}
 	}
 }

@@ -86,6 +86,7 @@ func sameObserver[K comparable](a, b Observer[K]) (same bool) {
 	return a == b
 }
 
+// setObserverLocked installs obs and sets the clock reads it needs.
 func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil

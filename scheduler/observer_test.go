@@ -243,7 +243,7 @@ func TestObserverDoneWhileDequeuedRuns(t *testing.T) {
 type funcObserver func()
 
 func (funcObserver) Dequeued(ctx context.Context, _ *Item[string]) context.Context { return ctx }
-func (funcObserver) Done(context.Context, string, time.Time, time.Time)             {}
+func (funcObserver) Done(context.Context, string, time.Time, time.Time)            {}
 
 // TestCompareAndSwapObserver: the swap happens only when the installed
 // Observer is old, concurrent installers have exactly one winner, and an

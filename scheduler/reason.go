@@ -21,6 +21,7 @@ const (
 	WaitHeld
 )
 
+// waitReasonNames are the results of WaitReason.String.
 var waitReasonNames = [...]string{
 	WaitImmediate:   "immediate",
 	WaitDelayed:     "delayed",

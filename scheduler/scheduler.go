@@ -14,6 +14,8 @@ import (
 // holds no more ready keys.
 var ErrShutDown = errors.New("scheduler: the queue is shut down")
 
+// never is a ready time that never comes: the delay loop's timer when no key
+// is delayed, and the end of a delay beyond the clock's range.
 const never = math.MaxInt64
 
 // Scheduler is a deduplicating, delaying, rate-limiting work queue of keys of
@@ -32,15 +34,11 @@ type Scheduler[K comparable] struct {
 	rl    workqueue.TypedRateLimiter[K]
 	set   settings
 
-	entries  map[K]*entry[K]
-	ready    readyQueue[K]
-	delayed  delayHeap[K]
-	held     int
-	inflight struct {
-		head, tail *proc[K]
-		n          int
-		startSum   int64
-	}
+	entries     map[K]*entry[K]
+	ready       readyQueue[K]
+	delayed     delayHeap[K]
+	held        int        // pending runs of keys in flight, to start after their Done
+	inflight    runList[K] // runs handed to workers and not yet Done
 	freeEntries []*entry[K]
 	freeProcs   []*proc[K]
 
@@ -97,6 +95,7 @@ func (s *Scheduler[K]) Name() string { return s.name }
 // Since reads only the monotonic clock, which is cheaper than Now.
 func (s *Scheduler[K]) now() int64 { return int64(s.clock.Since(s.base)) }
 
+// at returns the time t ns after the scheduler's base time.
 func (s *Scheduler[K]) at(t int64) time.Time { return s.base.Add(time.Duration(t)) }
 
 // addSat returns t+d saturated at never, instead of wrapping around into the

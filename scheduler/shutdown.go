@@ -29,6 +29,8 @@ func (s *Scheduler[K]) ShutDownWithDrain() {
 	s.wg.Wait()
 }
 
+// shutDownLocked shuts the queue down unless it already is (stopping the
+// delay loop and dropping the delayed keys), then wakes every blocked Get.
 func (s *Scheduler[K]) shutDownLocked() {
 	if !s.shuttingDown {
 		s.shuttingDown = true

@@ -84,6 +84,7 @@ func (s *Scheduler[K]) Stats() Stats {
 	return st
 }
 
+// nonNegative returns d ns as a duration, or 0 when d is negative.
 func nonNegative(d int64) time.Duration {
 	if d < 0 {
 		return 0

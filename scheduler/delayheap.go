@@ -1,0 +1,92 @@
+package scheduler
+
+// delayHeap is a 4-ary min-heap of delayed entries ordered by ready time.
+// Each node keeps its entry's ready time inline, so comparisons never leave
+// the heap's array, and four siblings share a cache line; each entry knows
+// its index, so a ready time can move, or an entry leave, in O(log n).
+type delayHeap[K comparable] []heapNode[K]
+
+// heapNode is a delayed entry in a delayHeap, with its ready time.
+type heapNode[K comparable] struct {
+	at int64 // == e.readyAt
+	e  *entry[K]
+}
+
+// heapArity is the number of children of a node of a delayHeap.
+const heapArity = 4
+
+// set puts n at index i and records i in its entry.
+func (h delayHeap[K]) set(i int, n heapNode[K]) {
+	h[i] = n
+	n.e.heapIdx = int32(i)
+}
+
+// push adds e, at its ready time.
+func (h *delayHeap[K]) push(e *entry[K]) {
+	*h = append(*h, heapNode[K]{at: e.readyAt, e: e})
+	h.up(len(*h)-1, (*h)[len(*h)-1])
+}
+
+// remove takes out the entry at index i.
+func (h *delayHeap[K]) remove(i int) *entry[K] {
+	old := *h
+	last := len(old) - 1
+	e := old[i].e
+	n := old[last]
+	old[last] = heapNode[K]{}
+	*h = old[:last]
+	if i != last {
+		if !h.down(i, n) {
+			h.up(i, n)
+		}
+	}
+	e.heapIdx = -1
+	return e
+}
+
+// fix restores the order after the ready time of the entry at index i
+// changed.
+func (h delayHeap[K]) fix(i int) {
+	n := heapNode[K]{at: h[i].e.readyAt, e: h[i].e}
+	if !h.down(i, n) {
+		h.up(i, n)
+	}
+}
+
+// up places n at index j or above, moving larger parents down.
+func (h delayHeap[K]) up(j int, n heapNode[K]) {
+	for j > 0 {
+		p := (j - 1) / heapArity
+		if h[p].at <= n.at {
+			break
+		}
+		h.set(j, h[p])
+		j = p
+	}
+	h.set(j, n)
+}
+
+// down places n at index i or below, moving smaller children up; it reports
+// whether n moved.
+func (h delayHeap[K]) down(i int, n heapNode[K]) bool {
+	i0 := i
+	for {
+		first := heapArity*i + 1
+		if first >= len(h) {
+			break
+		}
+		m := first
+		for c := first + 1; c < first+heapArity && c < len(h); c++ {
+			if h[c].at < h[m].at {
+				m = c
+			}
+		}
+		if h[m].at >= n.at {
+			break
+		}
+		h.set(i, h[m])
+		i = m
+	}
+	h.set(i, n)
+	return i > i0
+}
