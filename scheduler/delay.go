@@ -10,7 +10,8 @@ import (
 // up in time for it.
 func (s *Scheduler[K]) delayLocked(e *entry[K]) {
 	e.place = inDelay
-	s.delayed.push(e)
+	s.delayPushes++
+	s.delayed.push(e, s.delayPushes)
 	s.armLocked(e.readyAt)
 }
 

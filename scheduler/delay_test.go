@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -276,4 +278,48 @@ func TestDelayLoopDrainsItsTimer(t *testing.T) {
 	mustGetKey(t, s, "b")
 	s.Done("a")
 	s.Done("b")
+}
+
+// TestDelayedFIFOAtOneInstant: keys that become ready at the same instant
+// are handed out in the order they were added, as controller-runtime's
+// priority queue does (one AddWithOptions of many keys with After, or
+// AddAfter calls on a fake clock), also when keys due at other instants
+// are added between them.
+func TestDelayedFIFOAtOneInstant(t *testing.T) {
+	s, fc := newFake(t, named())
+	var want []string
+	for i := range 40 {
+		key := fmt.Sprintf("k%02d", i)
+		switch i % 3 {
+		case 0:
+			s.AddAfter(key, time.Second)
+			want = append(want, key)
+		case 1:
+			s.AddWithOptions(context.Background(), AddOptions{After: time.Second}, key)
+			want = append(want, key)
+		default:
+			s.AddAfter("later-"+key, 2*time.Second) // a later instant in between
+		}
+	}
+	fc.Step(time.Second)
+	for _, key := range want {
+		mustGetKey(t, s, key)
+		s.Done(key)
+	}
+	mustBeEmpty(t, s)
+
+	batch := []string{"b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9"}
+	s.AddWithOptions(context.Background(), AddOptions{After: time.Second}, batch...)
+	fc.Step(time.Second) // the "later-" keys and the batch are due at once
+	for i := range 40 {
+		if i%3 == 2 {
+			key := fmt.Sprintf("later-k%02d", i)
+			mustGetKey(t, s, key)
+			s.Done(key)
+		}
+	}
+	for _, key := range batch {
+		mustGetKey(t, s, key)
+		s.Done(key)
+	}
 }

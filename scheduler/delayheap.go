@@ -1,6 +1,8 @@
 package scheduler
 
-// delayHeap is a 4-ary min-heap of delayed entries ordered by ready time.
+// delayHeap is a 4-ary min-heap of delayed entries ordered by ready time,
+// and among entries ready at the same instant by the order they were pushed
+// (first in, first out, as controller-runtime's priority queue).
 // Each node keeps its entry's ready time inline, so comparisons never leave
 // the heap's array, and four siblings share a cache line; each entry knows
 // its index, so a ready time can move, or an entry leave, in O(log n).
@@ -8,8 +10,14 @@ type delayHeap[K comparable] []heapNode[K]
 
 // heapNode is a delayed entry in a delayHeap, with its ready time.
 type heapNode[K comparable] struct {
-	at int64 // == e.readyAt
-	e  *entry[K]
+	at  int64  // == e.readyAt
+	ord uint64 // push order: breaks ties of at
+	e   *entry[K]
+}
+
+// before reports whether a comes out of the heap before b.
+func (a *heapNode[K]) before(b *heapNode[K]) bool {
+	return a.at < b.at || a.at == b.at && a.ord < b.ord
 }
 
 // heapArity is the number of children of a node of a delayHeap.
@@ -21,9 +29,9 @@ func (h delayHeap[K]) set(i int, n heapNode[K]) {
 	n.e.heapIdx = int32(i)
 }
 
-// push adds e, at its ready time.
-func (h *delayHeap[K]) push(e *entry[K]) {
-	*h = append(*h, heapNode[K]{at: e.readyAt, e: e})
+// push adds e, at its ready time, as the ord-th push.
+func (h *delayHeap[K]) push(e *entry[K], ord uint64) {
+	*h = append(*h, heapNode[K]{at: e.readyAt, ord: ord, e: e})
 	h.up(len(*h)-1, (*h)[len(*h)-1])
 }
 
@@ -47,7 +55,7 @@ func (h *delayHeap[K]) remove(i int) *entry[K] {
 // fix restores the order after the ready time of the entry at index i
 // changed.
 func (h delayHeap[K]) fix(i int) {
-	n := heapNode[K]{at: h[i].e.readyAt, e: h[i].e}
+	n := heapNode[K]{at: h[i].e.readyAt, ord: h[i].ord, e: h[i].e}
 	if !h.down(i, n) {
 		h.up(i, n)
 	}
@@ -57,7 +65,7 @@ func (h delayHeap[K]) fix(i int) {
 func (h delayHeap[K]) up(j int, n heapNode[K]) {
 	for j > 0 {
 		p := (j - 1) / heapArity
-		if h[p].at <= n.at {
+		if !n.before(&h[p]) {
 			break
 		}
 		h.set(j, h[p])
@@ -77,11 +85,11 @@ func (h delayHeap[K]) down(i int, n heapNode[K]) bool {
 		}
 		m := first
 		for c := first + 1; c < first+heapArity && c < len(h); c++ {
-			if h[c].at < h[m].at {
+			if h[c].before(&h[m]) {
 				m = c
 			}
 		}
-		if h[m].at >= n.at {
+		if !h[m].before(&n) {
 			break
 		}
 		h.set(i, h[m])

@@ -37,6 +37,7 @@ type Scheduler[K comparable] struct {
 	entries     map[K]*entry[K]
 	ready       readyQueue[K]
 	delayed     delayHeap[K]
+	delayPushes uint64     // pushes into delayed so far: the order of keys due at one instant
 	held        int        // pending runs of keys in flight, to start after their Done
 	inflight    runList[K] // runs handed to workers and not yet Done
 	freeEntries []*entry[K]
