@@ -66,7 +66,7 @@ type AddOptions struct {
 	// keys of one priority in the order they became ready. A pending key
 	// keeps the highest priority it was added with; raising the priority of
 	// a ready key moves it to the end of its new priority. Plain adds have
-	// priority 0. Priorities beyond the int32 range are clamped to it. Any
+	// priority 0. Every int is a priority of its own. Any
 	// number of distinct priorities may be used: an add or a get costs
 	// O(log P) for P priorities with ready keys, and drained priorities
 	// release their memory (the scheduler keeps at most 16 empty levels).
@@ -120,7 +120,6 @@ func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration,
 // enqueueRequeue adds key at priority prio; requeues is the rate limiter's
 // failure count for rate-limited adds.
 func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
-	prio := clampPriority(priority)
 	s.mu.Lock()
 	if s.shuttingDown {
 		s.mu.Unlock()
@@ -138,9 +137,9 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	}
 	var signal bool
 	if !e.pending {
-		signal = s.startRunLocked(e, &r, prio)
+		signal = s.startRunLocked(e, &r, priority)
 	} else {
-		signal = s.coalesceLocked(e, &r, prio)
+		signal = s.coalesceLocked(e, &r, priority)
 	}
 	if sc.IsValid() || kind == addRateLimited || requeues > 0 {
 		s.noteAddLocked(e, sc, kind, requeues)
@@ -186,7 +185,7 @@ func (s *Scheduler[K]) requestLocked(r *addRequest, delay time.Duration, kind ad
 
 // startRunLocked makes a new pending run of e, which has none, at priority
 // prio. It reports whether e became ready.
-func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bool {
+func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int) bool {
 	s.adds++
 	e.pending = true
 	e.enqueued = r.now
@@ -203,7 +202,7 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bo
 		x.deadline = min(x.deadline, target)
 	}
 	e.readyAt, e.reason = target, r.reason
-	e.prio = prio
+	e.setPriority(prio)
 	switch {
 	case e.processing:
 		s.held++
@@ -219,16 +218,16 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int32) bo
 // coalesceLocked merges an add at priority prio into the pending run of e:
 // the highest priority and (see moveLocked) the earliest time win. It
 // reports whether e became ready.
-func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int32) bool {
+func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int) bool {
 	s.coalesced++
 	if e.coalesced < math.MaxInt32 {
 		e.coalesced++
 	}
-	if prio > e.prio {
+	if prio > e.priority() {
 		if e.place == inReady {
 			s.ready.raise(e, prio)
 		} else {
-			e.prio = prio
+			e.setPriority(prio)
 		}
 	}
 	if e.place == inReady {

@@ -1,6 +1,10 @@
 package scheduler
 
-import "go.opentelemetry.io/otel/trace"
+import (
+	"math"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // place is where an entry sits.
 type place uint8
@@ -31,13 +35,14 @@ type entry[K comparable] struct {
 
 	heapIdx   int32
 	coalesced int32
-	prio      int32  // priority of the pending run: the highest it was added with
+	prio      int32  // priority of the pending run (the highest it was added with), clamped; see priority
 	seq       uint32 // bumped on every push into the ready queue; kept across reuse
 
 	place      place
 	pending    bool // a run is pending (ready, delayed, or held)
 	processing bool // a run is in flight
 	debounced  bool // readyAt was chosen by debouncing
+	bigPrio    bool // the priority is beyond int32: in extras.priority
 	reason     WaitReason
 }
 
@@ -59,6 +64,26 @@ type runExtras struct {
 	requeues    int
 	deadline    int64 // latest ready time debouncing may choose
 	hasDeadline bool
+	priority    int // the pending run's priority, when it is beyond int32 (entry.bigPrio)
+}
+
+// priority returns the priority of e's pending run.
+func (e *entry[K]) priority() int {
+	if e.bigPrio {
+		return e.side.extras.priority
+	}
+	return int(e.prio)
+}
+
+// setPriority sets the priority of e's pending run. One within int32 is
+// kept inline; a larger one, rare, in the run's extras.
+func (e *entry[K]) setPriority(p int) {
+	if p >= math.MinInt32 && p <= math.MaxInt32 {
+		e.prio, e.bigPrio = int32(p), false
+		return
+	}
+	e.ensureExtras().priority = p
+	e.prio, e.bigPrio = int32(max(math.MinInt32, min(p, math.MaxInt32))), true
 }
 
 // readySince is when the pending run became ready to run.

@@ -136,7 +136,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall time.Time) {
 	it.Reason = e.reason
 	it.Coalesced = int(e.coalesced)
-	it.Priority = int(e.prio)
+	it.Priority = e.priority()
 	if s.timed {
 		if wall.IsZero() {
 			wall = s.at(started)
@@ -164,7 +164,7 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 // resetRun clears what belonged to the run just handed out.
 func (s *Scheduler[K]) resetRun(e *entry[K]) {
 	e.coalesced = 0
-	e.prio = 0
+	e.prio, e.bigPrio = 0, false
 	e.debounced = false
 	if sd := e.side; sd != nil {
 		sd.origin = spanRef{}

@@ -52,9 +52,9 @@ var (
 	modelDelays = [...]time.Duration{-time.Second, 0, 500 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second, 5 * time.Second, 8 * time.Second}
 	modelSteps  = [...]time.Duration{time.Nanosecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, time.Millisecond, 10 * time.Second}
 	modelMax    = [...]int{0, 1, 3, -1}
-	// modelPrios are the priorities of Add (0: a plain Add); the last is
-	// clamped to int32.
-	modelPrios = [...]int{0, 5, -100, math.MaxInt}
+	// modelPrios are the priorities of Add (0: a plain Add), some beyond
+	// the int32 range.
+	modelPrios = [...]int{0, 5, -100, math.MaxInt, math.MinInt, math.MaxInt32 + 1}
 )
 
 // modelSpan is the span context an add carries: n in [0, 4) is one of four,
@@ -121,7 +121,7 @@ type mEntry struct {
 
 	enqueued, readyAt int64 // ns since t0
 	reason            WaitReason
-	prio              int32 // the pending run's: the highest it was added with
+	prio              int // the pending run's: the highest it was added with
 	coalesced         int
 	debounced         bool
 	deadline          int64
@@ -282,7 +282,7 @@ func (r *modelRun) step(op, arg byte) {
 			_, _, last, _ := r.obs.counts()
 			it = &last.item
 		}
-		if key >= 0 && key < modelKeys && prio != int(m.keys[key].prio) {
+		if key >= 0 && key < modelKeys && prio != m.keys[key].prio {
 			r.fatalf("GetWithPriority: %d with priority %d, model %d", key, prio, m.keys[key].prio)
 		}
 		r.got(key, it, nil)
@@ -424,7 +424,7 @@ func (r *modelRun) checkItem(key int, e *mEntry, it *Item[int]) {
 	if it.Coalesced != e.coalesced {
 		bad("Coalesced %d, want %d", it.Coalesced, e.coalesced)
 	}
-	if it.Priority != int(e.prio) {
+	if it.Priority != e.prio {
 		bad("Priority %d, want %d", it.Priority, e.prio)
 	}
 	if it.Requeues != e.requeues {
@@ -507,7 +507,7 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 	}
 	e := &m.keys[k]
 	now := m.now
-	prio := int32(max(math.MinInt32, min(priority, math.MaxInt32)))
+	prio := priority
 	debounce := kind == addPlain && m.debounce > 0
 	immediate := delay <= 0 && !debounce
 	reason, target := WaitImmediate, now
@@ -676,7 +676,7 @@ func (r *modelRun) check() {
 	depths := map[int]int{}
 	for i := range m.keys {
 		if e := &m.keys[i]; e.ready() {
-			depths[int(e.prio)]++
+			depths[e.prio]++
 		}
 	}
 	for _, d := range s.DepthByPriority(nil) {

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"cmp"
-	"math"
 	"slices"
 )
 
@@ -36,13 +35,8 @@ func (s *Scheduler[K]) DepthByPriority(dst []PriorityDepth) []PriorityDepth {
 	}
 	start := len(dst)
 	for _, l := range s.ready.levels {
-		dst = append(dst, PriorityDepth{Priority: int(l.prio), Depth: l.n})
+		dst = append(dst, PriorityDepth{Priority: l.prio, Depth: l.n})
 	}
 	slices.SortFunc(dst[start:], func(a, b PriorityDepth) int { return cmp.Compare(b.Priority, a.Priority) })
 	return dst
-}
-
-// clampPriority maps a priority to the int32 an entry keeps.
-func clampPriority(p int) int32 {
-	return int32(max(math.MinInt32, min(p, math.MaxInt32)))
 }

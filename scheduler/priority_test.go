@@ -222,17 +222,32 @@ func TestDepthByPriority(t *testing.T) {
 	}
 }
 
-func TestPriorityClamped(t *testing.T) {
+func TestPriorityFullIntRange(t *testing.T) {
 	s := New(Config[string]{})
 	defer s.ShutDown()
 	bg := context.Background()
 	s.AddWithOptions(bg, AddOptions{Priority: math.MinInt}, "lowest")
+	s.AddWithOptions(bg, AddOptions{Priority: math.MinInt32 - 1}, "below-int32")
+	s.AddWithOptions(bg, AddOptions{Priority: math.MinInt32}, "int32-min")
 	s.AddWithOptions(bg, AddOptions{Priority: -100}, "low")
 	s.AddWithOptions(bg, AddOptions{Priority: math.MaxInt}, "highest")
+	s.AddWithOptions(bg, AddOptions{Priority: math.MaxInt32 + 1}, "above-int32")
+	s.AddWithOptions(bg, AddOptions{Priority: math.MaxInt32}, "int32-max")
 	s.AddWithOptions(bg, AddOptions{Priority: 1 << 20}, "high")
+	// A pending key raised from within int32 to beyond it, and back down
+	// (ignored: the highest priority stays).
+	s.AddAfter("raised", time.Hour)
+	s.AddWithOptions(bg, AddOptions{Priority: 1 << 40}, "raised")
+	s.AddWithOptions(bg, AddOptions{Priority: 7}, "raised")
 	want := []string{
-		"highest:" + strconv.Itoa(math.MaxInt32), "high:1048576", "low:-100",
-		"lowest:" + strconv.Itoa(math.MinInt32),
+		"highest:" + strconv.Itoa(math.MaxInt), "raised:" + strconv.Itoa(1<<40),
+		"above-int32:" + strconv.Itoa(math.MaxInt32+1), "int32-max:" + strconv.Itoa(math.MaxInt32),
+		"high:1048576", "low:-100", "int32-min:" + strconv.Itoa(math.MinInt32),
+		"below-int32:" + strconv.Itoa(math.MinInt32-1), "lowest:" + strconv.Itoa(math.MinInt),
+	}
+	depth := s.DepthByPriority(nil)
+	if len(depth) != len(want) || depth[0].Priority != math.MaxInt || depth[len(depth)-1].Priority != math.MinInt {
+		t.Errorf("DepthByPriority = %+v, want %d priorities from math.MaxInt to math.MinInt", depth, len(want))
 	}
 	if got := drainKeys(t, s); !slices.Equal(got, want) {
 		t.Errorf("handed out %q, want %q", got, want)

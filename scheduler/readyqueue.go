@@ -12,7 +12,7 @@ import "slices"
 // least recently drained idle levels are dropped once more than
 // maxIdleLevels levels are kept.
 type readyQueue[K comparable] struct {
-	levels map[int32]*level[K] // every level kept, ready keys or idle
+	levels map[int]*level[K] // every level kept, ready keys or idle
 	// levelsPeak is the most levels the map has held since it was made: a
 	// Go map keeps its buckets when emptied, so evict makes a new one once
 	// the levels fall far below it.
@@ -32,7 +32,7 @@ type readyQueue[K comparable] struct {
 // level holds the ready keys of one priority. While it has any, its first
 // slot is valid and it holds at most n+maxStale stale slots.
 type level[K comparable] struct {
-	prio int32
+	prio int
 	n    int // ready entries at this priority
 	q    fifo[K]
 	idx  [2]int32 // index in byPrio and byAge; -1 when out of them
@@ -52,14 +52,14 @@ const maxIdleLevels = 16
 const maxStale = 32
 
 // level returns the level of priority p, making it if needed.
-func (r *readyQueue[K]) level(p int32) *level[K] {
+func (r *readyQueue[K]) level(p int) *level[K] {
 	if l, ok := r.levels[p]; ok {
 		return l
 	}
 	l := reuse(&r.spare)
 	l.prio, l.idx = p, [2]int32{-1, -1}
 	if r.levels == nil { // the first level: the heaps are empty
-		r.levels = make(map[int32]*level[K])
+		r.levels = make(map[int]*level[K])
 		r.byPrio.which, r.byAge.which = 0, 1
 	}
 	r.levels[p] = l
@@ -73,14 +73,14 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 	e.place = inReady
 	e.seq++
 	var l *level[K]
-	if len(r.byPrio.nodes) > 0 && r.byPrio.nodes[0].l.prio == e.prio {
+	if len(r.byPrio.nodes) > 0 && r.byPrio.nodes[0].l.prio == e.priority() {
 		l = r.byPrio.nodes[0].l // the common case: one priority
 	} else {
 		if r.parked != nil {
 			r.deactivate(r.parked)
 			r.parked = nil
 		}
-		l = r.level(e.prio)
+		l = r.level(e.priority())
 	}
 	l.q.push(slot[K]{e: e, seq: e.seq})
 	l.n++
@@ -97,11 +97,11 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 
 // raise moves the ready entry e to priority p > e.prio, at the end of that
 // level. Its slot in the old level becomes stale.
-func (r *readyQueue[K]) raise(e *entry[K], p int32) {
-	l := r.levels[e.prio]
+func (r *readyQueue[K]) raise(e *entry[K], p int) {
+	l := r.levels[e.priority()]
 	l.n--
 	r.n--
-	e.prio = p
+	e.setPriority(p)
 	r.push(e)
 	r.settle(l, !l.q.peek().valid())
 }
@@ -130,7 +130,7 @@ func (r *readyQueue[K]) activate(l *level[K], e *entry[K]) {
 	if l.idle {
 		r.unlinkIdle(l)
 	}
-	r.byPrio.push(l, -int64(l.prio))
+	r.byPrio.push(l, ^int64(l.prio)) // ^p = -p-1: highest first, and no overflow at math.MinInt
 	r.byAge.push(l, e.readySince())
 }
 
@@ -196,7 +196,7 @@ func (r *readyQueue[K]) evict() {
 	// peak. Each is rebuilt at most once per halving of its size since the
 	// last rebuild, so the copies cost O(1) per level dropped.
 	if r.levelsPeak > shrinkAbove && len(r.levels) <= r.levelsPeak/4 {
-		m := make(map[int32]*level[K], len(r.levels))
+		m := make(map[int]*level[K], len(r.levels))
 		for p, l := range r.levels {
 			m[p] = l
 		}
