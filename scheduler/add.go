@@ -60,7 +60,8 @@ type AddOptions struct {
 	// After delays the keys, as AddAfter.
 	After time.Duration
 	// RateLimited delays the keys by the RateLimiter, as AddRateLimited;
-	// with After also set, the shorter delay wins.
+	// with After also set (not zero), the shorter delay wins: a negative
+	// After adds at once.
 	RateLimited bool
 	// Priority orders ready keys: a higher priority is handed out first,
 	// keys of one priority in the order they became ready. A pending key
@@ -86,7 +87,9 @@ func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys
 			if s.ShuttingDown() {
 				return
 			}
-			if d := s.rl.When(key); delay <= 0 || d < delay {
+			// After zero means none; a negative After is shorter than
+			// any backoff, as in controller-runtime's queue.
+			if d := s.rl.When(key); delay == 0 || d < delay {
 				delay = d
 			}
 			kind, requeues = addRateLimited, s.rl.NumRequeues(key)
@@ -204,11 +207,11 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int) bool
 	e.readyAt, e.reason = target, r.reason
 	e.setPriority(prio)
 	switch {
-	case e.processing:
+	case e.processing && !s.set.crOrder:
 		s.held++
 	case r.immediate:
-		s.ready.push(e)
-		return true
+		s.ready.push(e, s.nextOrder()) // locked while e is processed
+		return !e.processing
 	default:
 		s.delayLocked(e)
 	}
@@ -224,9 +227,16 @@ func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int) bool
 		e.coalesced++
 	}
 	if prio > e.priority() {
-		if e.place == inReady {
-			s.ready.raise(e, prio)
-		} else {
+		switch e.place {
+		case inReady:
+			s.ready.raise(e, prio, s.nextOrder())
+		case inDelay:
+			// Last among the keys of its new priority due at its time, as
+			// a ready key goes last in its new priority.
+			e.setPriority(prio)
+			s.delayed[e.heapIdx].ord = s.nextOrder()
+			s.delayed.fix(int(e.heapIdx))
+		default:
 			e.setPriority(prio)
 		}
 	}
@@ -235,9 +245,13 @@ func (s *Scheduler[K]) coalesceLocked(e *entry[K], r *addRequest, prio int) bool
 	}
 	s.moveLocked(e, r)
 	if e.place == inDelay && e.readyAt <= r.now {
+		ord := s.delayed[e.heapIdx].ord
 		s.delayed.remove(int(e.heapIdx))
-		s.ready.push(e)
-		return true
+		if !s.set.crOrder || !r.immediate {
+			ord = s.nextOrder()
+		}
+		s.ready.push(e, ord)
+		return !e.processing
 	}
 	return false
 }

@@ -68,6 +68,23 @@ type Config[K comparable] struct {
 	// default, as client-go, workers keep getting the ready keys until none
 	// is left.
 	StopOnShutDown bool
+
+	// ControllerRuntimeOrder orders keys as controller-runtime's priority
+	// queue does, where client-go's queue and controller-runtime's differ
+	// (docs/scheduler.md has a table of both):
+	//   - A key added while its previous run is in flight joins the queue at
+	//     once: Len, Stats().Depth and DepthByPriority count it (at its
+	//     priority), a delay asked for runs from the add, and once Done ends
+	//     the run in flight it is handed out in the order it was added
+	//     relative to other keys. By default, as client-go's queue, it is
+	//     held (Stats().Held) out of sight until Done, then goes behind the
+	//     keys added meanwhile. Either way a key is never handed out while
+	//     it is processed, and its wait reason is WaitHeld when it waited
+	//     for its previous run.
+	//   - A delayed key added again with no delay becomes ready in the place
+	//     of its first add among the keys of its priority; by default, at
+	//     the end.
+	ControllerRuntimeOrder bool
 }
 
 // Validate reports every field of c that New would have to replace, joined in
@@ -94,12 +111,13 @@ type settings struct {
 	debounce        int64
 	debounceMaxWait int64
 	stopOnShutDown  bool
+	crOrder         bool
 }
 
 // settings returns the values the scheduler runs with, c's invalid fields
 // replaced as Config documents.
 func (c Config[K]) settings() settings {
-	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown}
+	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown, crOrder: c.ControllerRuntimeOrder}
 	if s.maxLinks == 0 {
 		s.maxLinks = DefaultMaxLinks
 	}

@@ -10,8 +10,7 @@ import (
 // up in time for it.
 func (s *Scheduler[K]) delayLocked(e *entry[K]) {
 	e.place = inDelay
-	s.delayPushes++
-	s.delayed.push(e, s.delayPushes)
+	s.delayed.push(e, s.nextOrder())
 	s.armLocked(e.readyAt)
 }
 
@@ -38,7 +37,7 @@ func (s *Scheduler[K]) promoteLocked(now int64) {
 	n := 0
 	for len(s.delayed) > 0 && s.delayed[0].at <= now {
 		e := s.delayed.remove(0)
-		s.ready.push(e)
+		s.ready.push(e, s.nextOrder())
 		n++
 	}
 	switch {

@@ -43,9 +43,14 @@ func (s *Scheduler[K]) Done(key K) {
 		now = s.now()
 	}
 	signal := false
-	if e.pending {
+	switch {
+	case e.pending && e.place == nowhere:
 		signal = s.startHeldRunLocked(e, now)
-	} else {
+	case e.place == inReady:
+		s.unlockLocked(e, now)
+		signal = true
+	case e.pending: // delayed (Config.ControllerRuntimeOrder): nothing to do
+	default:
 		s.forgetLocked(e)
 	}
 	s.wakeDrainLocked()
@@ -72,6 +77,15 @@ func (s *Scheduler[K]) endRunLocked(e *entry[K]) *proc[K] {
 	return p
 }
 
+// unlockLocked lets the ready run of e, which waited in its place for the
+// run that just ended (Config.ControllerRuntimeOrder), be handed out.
+func (s *Scheduler[K]) unlockLocked(e *entry[K], now int64) {
+	if e.readyAt < now {
+		e.readyAt, e.reason = now, WaitHeld
+	}
+	s.ready.unlock(e)
+}
+
 // startHeldRunLocked starts the run of e that was held while e was
 // processed, at now: ready at once, delayed until its ready time, or dropped
 // at shutdown. It reports whether e became ready.
@@ -88,7 +102,7 @@ func (s *Scheduler[K]) startHeldRunLocked(e *entry[K], now int64) bool {
 		if e.readyAt < now {
 			e.readyAt, e.reason = now, WaitHeld
 		}
-		s.ready.push(e)
+		s.ready.push(e, s.nextOrder())
 		return true
 	}
 	return false

@@ -1,7 +1,10 @@
 package scheduler
 
+import "sort"
+
 // fifo is a growable ring of slots: the keys ready for a worker at one
-// priority, in the order they became ready.
+// priority, in the order they became ready (their slots' ord increases
+// from head to tail).
 type fifo[K comparable] struct {
 	buf  []slot[K]
 	head int
@@ -14,6 +17,7 @@ type fifo[K comparable] struct {
 type slot[K comparable] struct {
 	e   *entry[K]
 	seq uint32
+	ord uint64 // the scheduler's order of the push (Scheduler.order)
 }
 
 // valid reports whether the slot still holds its entry's ready run.
@@ -27,13 +31,37 @@ const minRing = 4
 // grown by a burst is given back as it drains.
 const maxIdleRing = 256
 
-// push appends sl, growing the ring when it is full.
-func (q *fifo[K]) push(sl slot[K]) {
+// firstUnlocked returns the entry of the first valid slot whose key is not
+// being processed; there must be one. Its slot stays, to become stale.
+func (q *fifo[K]) firstUnlocked() *entry[K] {
+	for i := 1; ; i++ {
+		if sl := q.buf[(q.head+i)&(len(q.buf)-1)]; sl.valid() && !sl.e.processing {
+			return sl.e
+		}
+	}
+}
+
+// push puts sl in its place by ord, growing the ring when it is full: at
+// the end, unless sl comes from before the last slot (a delayed key that
+// keeps its place, Config.ControllerRuntimeOrder). It reports whether sl is
+// now the first slot.
+func (q *fifo[K]) push(sl slot[K]) bool {
 	if q.n == len(q.buf) {
 		q.resize(max(minRing, 2*len(q.buf)))
 	}
-	q.buf[(q.head+q.n)&(len(q.buf)-1)] = sl
+	mask := len(q.buf) - 1
+	i := q.n
+	if i > 0 && q.buf[(q.head+i-1)&mask].ord > sl.ord {
+		// The first slot after sl's place: every slot, stale or not, is
+		// in ord order.
+		i = sort.Search(q.n, func(j int) bool { return q.buf[(q.head+j)&mask].ord > sl.ord })
+		for j := q.n; j > i; j-- {
+			q.buf[(q.head+j)&mask] = q.buf[(q.head+j-1)&mask]
+		}
+	}
+	q.buf[(q.head+i)&mask] = sl
 	q.n++
+	return i == 0
 }
 
 // peek returns the first slot; q.n must be > 0.

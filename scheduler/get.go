@@ -111,7 +111,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 				s.promoteLocked(now)
 			}
 		}
-		if s.ready.len() > 0 {
+		if s.ready.eligibleLen() > 0 {
 			return nil
 		}
 		if s.shuttingDown {

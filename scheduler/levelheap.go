@@ -8,8 +8,8 @@ type levelHeap[K comparable] struct {
 	which int // this heap's index in level.idx: 0 for byPrio, 1 for byAge
 }
 
-// levelNode is a level in a levelHeap with its key: its negated priority in
-// byPrio, its first key's readySince in byAge.
+// levelNode is a level in a levelHeap with its key: prioKey of its priority
+// in byPrio, its first key's readySince in byAge.
 type levelNode[K comparable] struct {
 	key int64
 	l   *level[K]

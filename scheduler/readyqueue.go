@@ -22,6 +22,9 @@ type readyQueue[K comparable] struct {
 	idle       []*level[K]  // idle levels, least recently drained first; at most maxIdleLevels
 	spare      []*level[K]  // dropped levels, kept for reuse
 	n          int          // ready entries (stale slots not counted)
+	// eligible is the number of ready entries that can be handed out: all
+	// of them but the locked ones (see level.locked).
+	eligible int
 	// parked is the drained level left in the heaps because it was the only
 	// one there: a queue whose keys all have one priority drains after
 	// nearly every Get, and its next key comes at the same priority. Set
@@ -29,18 +32,28 @@ type readyQueue[K comparable] struct {
 	parked *level[K]
 }
 
+// A level is in byAge while it holds ready keys, and in byPrio while one of
+// them can be handed out; the parked level, empty, stays in both.
+
 // level holds the ready keys of one priority. While it has any, its first
 // slot is valid and it holds at most n+maxStale stale slots.
 type level[K comparable] struct {
 	prio int
 	n    int // ready entries at this priority
-	q    fifo[K]
-	idx  [2]int32 // index in byPrio and byAge; -1 when out of them
-	idle bool     // in readyQueue.idle
+	// locked is the number of those whose key is being processed
+	// (Config.ControllerRuntimeOrder): counted, and kept in their place, but
+	// not handed out until their run in flight is done.
+	locked int
+	q      fifo[K]
+	idx    [2]int32 // index in byPrio and byAge; -1 when out of them
+	idle   bool     // in readyQueue.idle
 }
 
-// len returns the number of ready entries.
+// len returns the number of ready entries, locked ones included.
 func (r *readyQueue[K]) len() int { return r.n }
+
+// eligibleLen returns the number of ready entries that can be handed out.
+func (r *readyQueue[K]) eligibleLen() int { return r.eligible }
 
 // maxIdleLevels bounds the levels kept while empty: a queue that sees many
 // distinct priorities over time drops the least recently drained ones, so
@@ -68,10 +81,12 @@ func (r *readyQueue[K]) level(p int) *level[K] {
 	return l
 }
 
-// push makes e ready at its priority.
-func (r *readyQueue[K]) push(e *entry[K]) {
+// push makes e ready at its priority, in its place by ord (the end of its
+// level for a new ord); locked while e is being processed.
+func (r *readyQueue[K]) push(e *entry[K], ord uint64) {
 	e.place = inReady
 	e.seq++
+	locked := e.processing
 	var l *level[K]
 	if len(r.byPrio.nodes) > 0 && r.byPrio.nodes[0].l.prio == e.priority() {
 		l = r.byPrio.nodes[0].l // the common case: one priority
@@ -82,37 +97,79 @@ func (r *readyQueue[K]) push(e *entry[K]) {
 		}
 		l = r.level(e.priority())
 	}
-	l.q.push(slot[K]{e: e, seq: e.seq})
+	first := l.q.push(slot[K]{e: e, seq: e.seq, ord: ord})
 	l.n++
 	r.n++
+	if locked {
+		l.locked++
+	} else {
+		r.eligible++
+	}
 	switch {
-	case l.n > 1:
 	case l == r.parked:
 		r.parked = nil
 		r.byAge.update(l, e.readySince())
-	default:
-		r.activate(l, e)
+		if locked {
+			r.byPrio.remove(l)
+		}
+	case l.n == 1:
+		r.activate(l, e, !locked)
+	case !locked && l.n-l.locked == 1:
+		r.byPrio.push(l, prioKey(l.prio)) // its first key that can be handed out
+	}
+	if first && l.n > 1 { // placed before the others: the level's age changed
+		r.byAge.update(l, e.readySince())
+	}
+}
+
+// prioKey is a level's key in byPrio: ^p = -p-1 puts the highest priority
+// first, with no overflow at math.MinInt.
+func prioKey(p int) int64 { return ^int64(p) }
+
+// unlock makes e, a ready entry locked by its run in flight, eligible now
+// that the run is done, in its place among its level's keys.
+func (r *readyQueue[K]) unlock(e *entry[K]) {
+	l := r.levels[e.priority()]
+	l.locked--
+	r.eligible++
+	if l.n-l.locked == 1 {
+		r.byPrio.push(l, prioKey(l.prio))
 	}
 }
 
 // raise moves the ready entry e to priority p > e.prio, at the end of that
 // level. Its slot in the old level becomes stale.
-func (r *readyQueue[K]) raise(e *entry[K], p int) {
+func (r *readyQueue[K]) raise(e *entry[K], p int, ord uint64) {
 	l := r.levels[e.priority()]
 	l.n--
 	r.n--
+	if e.processing {
+		l.locked--
+	} else {
+		r.eligible--
+	}
 	e.setPriority(p)
-	r.push(e)
+	r.push(e, ord)
 	r.settle(l, !l.q.peek().valid())
 }
 
-// pop takes the oldest entry of the highest priority; r.len() must be > 0.
+// pop takes the oldest entry that is not locked of the highest priority
+// that has one; r.eligibleLen() must be > 0. Locked entries before it keep
+// their place.
 func (r *readyQueue[K]) pop() *entry[K] {
 	l := r.byPrio.nodes[0].l
-	e := l.q.pop().e // the first slot of a level with ready keys is valid
+	var e *entry[K]
+	headGone := !l.q.peek().e.processing // the first slot of a level with ready keys is valid
+	if headGone {
+		e = l.q.pop().e
+	} else {
+		e = l.q.firstUnlocked()
+	}
+	e.place = nowhere // its slot is stale from now on
 	l.n--
 	r.n--
-	r.settle(l, true)
+	r.eligible--
+	r.settle(l, headGone)
 	return e
 }
 
@@ -125,12 +182,15 @@ func (r *readyQueue[K]) oldest() *entry[K] {
 	return r.byAge.nodes[0].l.q.peek().e
 }
 
-// activate puts l, whose first ready entry e just came, into the heaps.
-func (r *readyQueue[K]) activate(l *level[K], e *entry[K]) {
+// activate puts l, whose first ready entry e just came, into byAge, and
+// into byPrio when e can be handed out.
+func (r *readyQueue[K]) activate(l *level[K], e *entry[K], eligible bool) {
 	if l.idle {
 		r.unlinkIdle(l)
 	}
-	r.byPrio.push(l, ^int64(l.prio)) // ^p = -p-1: highest first, and no overflow at math.MinInt
+	if eligible {
+		r.byPrio.push(l, prioKey(l.prio))
+	}
 	r.byAge.push(l, e.readySince())
 }
 
@@ -143,12 +203,15 @@ func (r *readyQueue[K]) settle(l *level[K], headGone bool) {
 		for l.q.n > 0 {
 			l.q.pop()
 		}
-		if len(r.byPrio.nodes) == 1 {
+		if r.n == 0 && len(r.byPrio.nodes) == 1 && l.idx[0] == 0 {
 			r.parked = l
 		} else {
 			r.deactivate(l)
 		}
 		return
+	}
+	if l.n == l.locked && l.idx[0] >= 0 {
+		r.byPrio.remove(l) // only locked keys left
 	}
 	if headGone {
 		for !l.q.peek().valid() {
@@ -163,7 +226,9 @@ func (r *readyQueue[K]) settle(l *level[K], headGone bool) {
 
 // deactivate takes the drained level l out of the heaps and makes it idle.
 func (r *readyQueue[K]) deactivate(l *level[K]) {
-	r.byPrio.remove(l)
+	if l.idx[0] >= 0 {
+		r.byPrio.remove(l)
+	}
 	r.byAge.remove(l)
 	if len(l.q.buf) > maxIdleRing {
 		l.q = fifo[K]{}

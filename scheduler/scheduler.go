@@ -34,10 +34,13 @@ type Scheduler[K comparable] struct {
 	rl    workqueue.TypedRateLimiter[K]
 	set   settings
 
-	entries     map[K]*entry[K]
-	ready       readyQueue[K]
-	delayed     delayHeap[K]
-	delayPushes uint64     // pushes into delayed so far: the order of keys due at one instant
+	entries map[K]*entry[K]
+	ready   readyQueue[K]
+	delayed delayHeap[K]
+	// order numbers the pushes into the ready and the delay queues: keys
+	// of one priority are handed out, and keys due at one instant made
+	// ready, in that order (see nextOrder).
+	order       uint64
 	held        int        // pending runs of keys in flight, to start after their Done
 	inflight    runList[K] // runs handed to workers and not yet Done
 	freeEntries []*entry[K]
@@ -106,4 +109,11 @@ func addSat(t, d int64) int64 {
 		return never
 	}
 	return t + d
+}
+
+// nextOrder returns the order of a key pushed now into the ready or the
+// delay queue: after every key pushed before.
+func (s *Scheduler[K]) nextOrder() uint64 {
+	s.order++
+	return s.order
 }
