@@ -167,6 +167,30 @@ func TestMetricsHeldKey(t *testing.T) {
 			map[float64]uint64{0.0001: 1, 5: 1}, 2, 3, 0, 3))
 }
 
+// TestMetricsKeyInLineWhileProcessed: with the scheduler's
+// ControllerRuntimeOrder, the key added again while processed counts in
+// the depth and the oldest pending item from its add, as
+// controller-runtime's workqueue_depth does.
+func TestMetricsKeyInLineWhileProcessed(t *testing.T) {
+	e := newEnv(t, envConfig{sched: scheduler.Config[string]{ControllerRuntimeOrder: true}})
+	q := e.q
+	q.Add("a")
+	e.getKey(t, "a")
+	e.step(time.Second)
+	q.Add("a") // in line while a is processed
+	q.Add("a") // coalesced
+	e.step(time.Second)
+	rm := e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{
+		depth: 1, adds: 2, coalesced: 1, oldest: 1, unfinished: 2, longest: 2,
+	}.metrics(queueAttrs)...)
+	q.Done("a")
+	e.getKey(t, "a")
+	q.Done("a")
+	rm = e.collect(t)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{adds: 2, coalesced: 1}.metrics(queueAttrs)...)
+}
+
 // TestMetricsExplicitBuckets checks the WithExplicitBuckets override on both
 // histograms, and that it copies its arguments.
 func TestMetricsExplicitBuckets(t *testing.T) {

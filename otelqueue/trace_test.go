@@ -179,6 +179,7 @@ func TestTraceWaitReasons(t *testing.T) {
 		run                       func(t *testing.T, e *env)
 		enqueued, ready, dequeued time.Duration
 		debounce                  time.Duration
+		crOrder                   bool // scheduler.Config.ControllerRuntimeOrder
 		// wantWait is the sum of the queue-wait histogram: DequeuedAt -
 		// ReadyAt, client-go's meaning, not the queued span's length.
 		wantWait float64
@@ -211,9 +212,24 @@ func TestTraceWaitReasons(t *testing.T) {
 			e.sr.Reset()
 			e.step(time.Second)
 		}, enqueued: time.Second, ready: 2 * time.Second, dequeued: 3 * time.Second, wantWait: 1},
+		// controller-runtime's order: in line (and counted) from its add,
+		// the same span.
+		{reason: "held", attempt: 1, crOrder: true, run: func(t *testing.T, e *env) {
+			e.q.Add("a")
+			e.getKey(t, "a")
+			e.step(time.Second)
+			e.q.Add("a") // t=1s: in line, not handed out while the first run is in flight
+			if n := e.q.Len(); n != 1 {
+				t.Errorf("Len() = %d with a in line, want 1", n)
+			}
+			e.step(time.Second)
+			e.q.Done("a") // t=2s: it can be handed out
+			e.sr.Reset()
+			e.step(time.Second)
+		}, enqueued: time.Second, ready: 2 * time.Second, dequeued: 3 * time.Second, wantWait: 1},
 	} {
-		t.Run(tc.reason, func(t *testing.T) {
-			e := newEnv(t, envConfig{sched: scheduler.Config[string]{Debounce: tc.debounce}})
+		t.Run(fmt.Sprint(tc.reason, map[bool]string{true: " (controller-runtime order)"}[tc.crOrder]), func(t *testing.T) {
+			e := newEnv(t, envConfig{sched: scheduler.Config[string]{Debounce: tc.debounce, ControllerRuntimeOrder: tc.crOrder}})
 			tc.run(t, e)
 			e.getKey(t, "a")
 			e.q.Done("a")
