@@ -36,14 +36,15 @@ type priorityQueue interface {
 // priorityVariants lists the queues compared by BenchmarkPriorities,
 // baseline first. Both are named queueName: the scheduler reads its clock
 // and keeps its oldest-pending age; controller-runtime's queue has its
-// default Prometheus metrics.
+// default Prometheus metrics. The scheduler is configured as package
+// controllerruntime's queue is (controller-runtime's order and shutdown).
 var priorityVariants = []struct {
 	name     string
 	newQueue func(name string) priorityQueue
 }{
 	{"crpriorityqueue", func(name string) priorityQueue { return crPriorities{priorityqueue.New[string](name)} }},
 	{"scheduler", func(name string) priorityQueue {
-		return schedPriorities{scheduler.New(scheduler.Config[string]{Name: name})}
+		return schedPriorities{scheduler.New(scheduler.Config[string]{Name: name, ControllerRuntimeOrder: true, StopOnShutDown: true})}
 	}},
 }
 
