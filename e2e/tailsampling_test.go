@@ -243,8 +243,10 @@ func TestTailSampling(t *testing.T) {
 		svc := "e2e-tailsampling-errors-" + suffix
 		const runFor = 10 * time.Second
 		stopWatch := col.watch()
+		// -log-simulated-failures: a "Reconciler error" line for every
+		// failure within the Runner's default limit, not only the first 3.
 		a := startAppEnv(t, env, svc, "-workers", "4", "-churn", "8", "-latency", "2ms", "-latency-spread", "0",
-			"-error-rate", "0.5", "-burst-every", "0", "-objects", "20")
+			"-error-rate", "0.5", "-log-simulated-failures", "-burst-every", "0", "-objects", "20")
 		// While it runs: how long an error line's trace takes to show in
 		// Jaeger (the export delay, the decision and the batch).
 		var delays []time.Duration

@@ -117,7 +117,7 @@ func runManager(ctx context.Context, cfg config) error {
 			}
 			return otelqueue.ClientStats{}
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
 	log.Printf("controller %q watching ConfigMaps in %s of the %s with %s", controllerName, cfg.Namespace, cluster.Where, examplecluster.Workers(cfg.Workers))
@@ -148,6 +148,9 @@ type reconciler struct {
 	busy    examplecluster.Busy // time in Reconcile, for the utilization
 
 	interrupted atomic.Int64 // reconciles whose ctx ended: see Reconcile
+	// failed counts the reconciles that returned an error (errors/s in the
+	// summary line); controller-runtime logs each as "Reconciler error".
+	failed atomic.Uint64
 }
 
 // Reconcile records the data version of the ConfigMap. A reconcile that the
@@ -158,13 +161,18 @@ type reconciler struct {
 // cancellation would count in controller_runtime_reconcile_total{result="error"}
 // and log a line, and controller-runtime's workers hand out keys with the
 // cancelled ctx until the queue is shut down (TestStop...).
-func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ reconcile.Result, err error) {
 	defer r.busy.Start()()
+	defer func() {
+		if err != nil {
+			r.failed.Add(1)
+		}
+	}()
 	if ctx.Err() != nil {
 		return r.interrupt()
 	}
 	cm := &corev1.ConfigMap{}
-	err := r.reader.Get(ctx, req.NamespacedName, cm)
+	err = r.reader.Get(ctx, req.NamespacedName, cm)
 	if apierrors.IsNotFound(err) {
 		return reconcile.Result{}, nil
 	}

@@ -51,10 +51,27 @@ func TestStopLinesByTime(t *testing.T) {
 
 func TestParseSummary(t *testing.T) {
 	s, ok := parseSummary("21:50:22.915295 queue configmaps: depth=118 by priority=[{-100 118}] delayed=0 in_flight=1 oldest=1.896s " +
-		"adds/s=4.0 retries/s=0.5 reconciles/s=48.0 utilization=0.99 coalesced/s=6.0 writes/s=9.0/10.0 behind: 3 writes failed")
-	if !ok || s.depth != 118 || s.inFlight != 1 || s.adds != 4 || s.retries != 0.5 || s.reconciles != 48 || s.utilization != 0.99 ||
-		s.writes != 9 || s.requested != 10 || s.behind != "3 writes failed" {
+		"adds/s=4.0 retries/s=0.5 reconciles/s=48.0 errors/s=0.4 utilization=0.99 coalesced/s=6.0 writes/s=9.0/10.0 behind: 3 writes failed")
+	if !ok || s.depth != 118 || s.inFlight != 1 || s.adds != 4 || s.retries != 0.5 || s.reconciles != 48 || s.errors != 0.4 || s.utilization != 0.99 ||
+		s.writes != 9 || s.requested != 10 || s.behind != "3 writes failed" || !s.hasBehind || s.catchingUp != "" {
 		t.Errorf("parseSummary = %+v, %v", s, ok)
+	}
+	// Done above requested says so: overdue writes of earlier intervals,
+	// with the workload still behind or not.
+	for line, want := range map[string]summary{
+		"writes/s=28.0/20.0 catching up: 40 more writes than requested, overdue from earlier intervals": {
+			writes: 28, requested: 20, catchingUp: "catching up: 40 more writes than requested, overdue from earlier intervals"},
+		"writes/s=24.0/20.0 behind: each write takes 40ms (a slow API server?); catching up: 20 more writes than requested, overdue from earlier intervals": {
+			writes: 24, requested: 20, behind: "each write takes 40ms (a slow API server?)", hasBehind: true, catchingUp: "catching up: 20 more writes than requested, overdue from earlier intervals"},
+	} {
+		s, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=20.0 retries/s=0.0 reconciles/s=20.0 errors/s=0.0 utilization=0.20 coalesced/s=0.0 " + line)
+		if !ok || !s.hasWrites || s.writes != want.writes || s.requested != want.requested || s.behind != want.behind || s.hasBehind != want.hasBehind || s.catchingUp != want.catchingUp {
+			t.Errorf("parseSummary(%q) = %+v, %v", line, s, ok)
+		}
+	}
+	// A line without errors/s is from another format: not a summary.
+	if _, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s errors=3 adds/s=20.0 retries/s=0.0 reconciles/s=20.0 utilization=0.20"); ok {
+		t.Error("a line with the cumulative errors= and no errors/s parsed as a summary")
 	}
 	if _, ok := parseSummary("21:50:22.915295 stopped"); ok {
 		t.Error("a line that is no summary parsed as one")

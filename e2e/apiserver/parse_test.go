@@ -14,10 +14,11 @@ import (
 type summary struct {
 	line                 string
 	adds, retries        float64 // per second
-	reconciles           float64 // per second
+	reconciles, errors   float64 // per second: reconciles finished, those that failed
 	utilization          float64
 	writes, requested    float64 // the workload's, per second
 	behind               string  // why the workload fell behind, if it did
+	catchingUp           string  // "catching up: ..." when it did more than requested
 	depth, inFlight      int
 	hasWrites, hasBehind bool
 	// bottleneck is the line's class (bottleneck=<class>), "" when the
@@ -26,9 +27,11 @@ type summary struct {
 }
 
 var (
-	summaryRe = regexp.MustCompile(`queue \S+: depth=(\d+) .*in_flight=(\d+) .*adds/s=([\d.]+) retries/s=([\d.]+) reconciles/s=([\d.]+) utilization=([\d.]+)`)
-	writesRe  = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.*))?$`)
-	classRe   = regexp.MustCompile(` bottleneck=(\S+) `)
+	summaryRe = regexp.MustCompile(`queue \S+: depth=(\d+) .*in_flight=(\d+) .*adds/s=([\d.]+) retries/s=([\d.]+) reconciles/s=([\d.]+) errors/s=([\d.]+) utilization=([\d.]+)`)
+	// The writes, then "behind: <reason>", "catching up: ..." or both
+	// ("behind: <reason>; catching up: ...").
+	writesRe = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.+?))?(?:;? (catching up: .+))?$`)
+	classRe  = regexp.MustCompile(` bottleneck=(\S+) `)
 )
 
 // parseSummary parses a summary line, reporting false for other lines.
@@ -43,7 +46,8 @@ func parseSummary(line string) (summary, bool) {
 	s.adds = atof(m[3])
 	s.retries = atof(m[4])
 	s.reconciles = atof(m[5])
-	s.utilization = atof(m[6])
+	s.errors = atof(m[6])
+	s.utilization = atof(m[7])
 	if c := classRe.FindStringSubmatch(line); c != nil {
 		s.bottleneck = c[1]
 	}
@@ -51,6 +55,7 @@ func parseSummary(line string) (summary, bool) {
 		s.hasWrites = true
 		s.writes, s.requested = atof(w[1]), atof(w[2])
 		s.behind, s.hasBehind = w[3], w[3] != ""
+		s.catchingUp = w[4]
 	}
 	return s, true
 }

@@ -243,7 +243,7 @@ func (r *exampleRun) scrape() scrape {
 // errorLine matches what counts as an error in a log: klog's error and
 // fatal lines (E1201 12:00:00.000000 ...), controller-runtime's "Reconciler
 // error", and anything with error, panic or failed in it but the summary
-// line's errors= count and the final line's "N errors".
+// line's errors/s= rate and the final line's "N errors".
 var errorLine = regexp.MustCompile(`(?i)^[EF]\d{4} |reconciler error|\berror\b|\bpanic(ked)?\b|\bfailed\b|\bfatal\b`)
 
 // simulated is in the log line of a failure the app injects (-error-rate),

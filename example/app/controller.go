@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -98,7 +99,10 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		return fmt.Errorf("adding the event handler: %w", err)
 	}
 
-	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile)
+	// The Runner's "Reconciler error" lines go through failureLog, which
+	// logs the first few deliberate failures and limits the lines itself.
+	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile,
+		otelqueue.WithLogger(slog.New(newFailureLog(slog.Default().Handler(), cfg))), otelqueue.WithLogRateLimit(1, 0))
 	if err != nil {
 		return err
 	}
@@ -141,8 +145,12 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			rs := runner.Stats()
 			return rs.Busy, rs.Reconciles()
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats}
-		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, runner, m) })
+		failed := func() uint64 { return runner.Stats().Outcomes[otelqueue.OutcomeError] }
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed}
+		// Read before the workers start: the first line holds the initial
+		// list's reconciles, however soon they end.
+		first := m.Read(queue.Stats())
+		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, queue, m, first) })
 	}
 	err = runner.Run(ctx) // returns after draining, with the queue shut down
 	stopInformers()

@@ -2,9 +2,11 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/otelqueue/otelqueue/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // maxSpread bounds -latency-spread: exp(3σ) already stretches the latency
@@ -20,6 +22,9 @@ type config struct {
 	burstSize  int
 	spread     float64 // log-normal sigma of the latency
 	errorRate  float64
+	// logSimulated logs every deliberate failure (-error-rate), not only
+	// the first few (failureLog).
+	logSimulated bool
 }
 
 func parseFlags(args []string) (config, error) {
@@ -39,6 +44,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.burstSize, "burst-size", 40, "updates in each burst")
 	fs.Float64Var(&c.spread, "latency-spread", 0.5, "spread of the reconcile latency (log-normal sigma, 0 to 3; 0: constant)")
 	fs.Float64Var(&c.errorRate, "error-rate", 0.05, "fraction of reconciles that fail and are retried with backoff (0..1)")
+	fs.BoolVar(&c.logSimulated, "log-simulated-failures", false, fmt.Sprintf("log every failure -error-rate makes as a \"Reconciler error\" line (at most %d at once, then one every %v, as any other error); by default only the first %d are logged, and the summary line's errors/s counts them all",
+		otelqueue.DefaultLogBurst, otelqueue.DefaultLogInterval, loggedSimulated))
 	err := c.Parse(fs, args, func(bad func(string, ...any)) {
 		if c.burstEvery < 0 {
 			bad("-burst-every is %v: use a positive duration, or 0 for no bursts", c.burstEvery)

@@ -168,7 +168,14 @@ func (w Window) String() string {
 // Writes is what the workload did over one summary interval, against what
 // its flags asked for.
 type Writes struct {
-	Seconds                 float64
+	Seconds float64
+	// Requested is the number of writes the flags asked for that count in
+	// the interval (WorkloadStats.Counted): those that became due and
+	// finished in it, and those overdue. A write due but not finished at
+	// the end of an interval, within the slack (a burst due at that
+	// moment), counts in the interval it finishes in, as its completion
+	// does; so Done passes Requested only when overdue writes of earlier
+	// intervals were done: catching up.
 	Requested, Done, Failed uint64
 	Busy                    time.Duration // time in the workload's writes
 	// Backlog is the number of writes due and not yet started at the end
@@ -208,11 +215,20 @@ func (w Writes) Behind() string {
 }
 
 // String is the workload part of the summary line: writes per second done
-// over requested, and "behind:" with the reason when it fell behind.
+// over requested, "behind:" with the reason when it fell behind, and
+// "catching up:" when it did more than requested, writes overdue from
+// earlier intervals.
 func (w Writes) String() string {
 	s := fmt.Sprintf("writes/s=%.1f/%.1f", float64(w.Done)/max(w.Seconds, 1e-9), float64(w.Requested)/max(w.Seconds, 1e-9))
-	if why := w.Behind(); why != "" {
+	why := w.Behind()
+	if why != "" {
 		s += " behind: " + why
+	}
+	if w.Done > w.Requested {
+		if why != "" {
+			s += ";"
+		}
+		s += fmt.Sprintf(" catching up: %d more writes than requested, overdue from earlier intervals", w.Done-w.Requested)
 	}
 	return s
 }
@@ -234,6 +250,9 @@ type Meter struct {
 	// instrumented client (otelqueue.Instrumentation.ClientStats); nil:
 	// unknown.
 	Client func() otelqueue.ClientStats
+	// Errors returns the number of reconciles that returned an error so
+	// far (errors/s in the line); nil: none printed.
+	Errors func() uint64
 }
 
 // Reading is one reading of a Meter's counters.
@@ -242,6 +261,7 @@ type Reading struct {
 	Queue      scheduler.Stats
 	Busy       time.Duration
 	Reconciles uint64
+	Errors     uint64
 	Workload   WorkloadStats
 	Limiter    LimiterStats
 	Client     otelqueue.ClientStats
@@ -257,12 +277,16 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	if m.Client != nil {
 		r.Client = m.Client()
 	}
+	if m.Errors != nil {
+		r.Errors = m.Errors()
+	}
 	return r
 }
 
 // Line is the part of the summary line both examples print for the
-// interval between two readings: rates of adds, retries and reconciles, the
-// load (Window) and, with a workload, its writes (Writes).
+// interval between two readings: rates of adds, retries, reconciles and
+// failed reconciles, the load (Window) and, with a workload, its writes
+// (Writes). Every figure is per second over the interval.
 func (m *Meter) Line(prev, cur Reading) string {
 	secs := cur.At.Sub(prev.At).Seconds()
 	st, ps := cur.Queue, prev.Queue
@@ -282,13 +306,18 @@ func (m *Meter) Line(prev, cur Reading) string {
 			RetryAfterWait: c.RetryAfterWait - pc.RetryAfterWait,
 		}
 	}
-	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f %v",
-		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs, load)
+	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",
+		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs)
+	if m.Errors != nil {
+		line += fmt.Sprintf("errors/s=%.1f ", float64(cur.Errors-prev.Errors)/secs)
+	}
+	line += load.String()
 	if m.Workload != nil {
 		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()
+		slack := m.Workload.slack()
 		w := Writes{
-			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: m.Workload.slack(),
-			Requested: cur.Workload.Requested - prev.Workload.Requested,
+			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: slack,
+			Requested: cur.Workload.Counted(slack) - prev.Workload.Counted(slack),
 			Done:      cur.Workload.Done - prev.Workload.Done, Failed: cur.Workload.Failed - prev.Workload.Failed,
 			Busy:      cur.Workload.Busy - prev.Workload.Busy,
 			Rejected:  cur.Workload.Rejected - prev.Workload.Rejected,

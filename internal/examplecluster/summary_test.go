@@ -94,13 +94,63 @@ func TestWritesBehind(t *testing.T) {
 		{"failures", Writes{Seconds: 5, Requested: 100, Done: 50, Failed: 50, Slack: 10}, "behind: 50 writes failed"},
 		{"slow server", Writes{Seconds: 5, Requested: 100, Done: 50, Backlog: 50, Slack: 10, Busy: 5 * time.Second}, "behind: each write takes 100ms"},
 		{"nothing", Writes{Seconds: 5, Requested: 100, Backlog: 100, Slack: 10}, "behind: no write finished"},
+		{"catching up", Writes{Seconds: 5, Requested: 100, Done: 140, Slack: 50},
+			"writes/s=28.0/20.0 catching up: 40 more writes than requested, overdue from earlier intervals"},
+		{"catching up, still behind", Writes{Seconds: 5, Requested: 100, Done: 120, Backlog: 80, Slack: 50, Busy: 5 * time.Second},
+			"writes/s=24.0/20.0 behind: each write takes 41.7ms (a slow API server?); catching up: 20 more writes than requested"},
 	} {
 		s := tc.w.String()
 		if tc.want == "" && strings.Contains(s, "behind") || tc.want != "" && !strings.Contains(s, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, s, tc.want)
 		}
+		if catching := strings.Contains(s, "catching up"); catching != (tc.w.Done > tc.w.Requested) {
+			t.Errorf("%s: %q says catching up: %v, with %d writes done of %d requested", tc.name, s, catching, tc.w.Done, tc.w.Requested)
+		}
 		if !strings.HasPrefix(s, "writes/s=") {
 			t.Errorf("%s: %q does not start with writes/s=", tc.name, s)
+		}
+	}
+}
+
+// TestWritesCounted follows the workload's counts over summary intervals
+// of 5 s with -churn 20 and bursts of 40 every 10 s (slack 50): the
+// requested writes of an interval are those done, a burst due at the end of
+// one included, unless the workload falls behind; then the overdue ones
+// count as requested, and the interval that does them says it catches up.
+func TestWritesCounted(t *testing.T) {
+	const slack = 50
+	for _, tc := range []struct {
+		name      string
+		readings  []WorkloadStats // at 0, 5, 10, ... s
+		done, req []uint64        // per interval
+	}{
+		{"a burst due as an interval ends, written in the next", []WorkloadStats{
+			{Requested: 0},
+			{Requested: 100, Started: 100, Done: 100, Finished: 100},
+			{Requested: 240, Started: 201, Done: 200, Finished: 200}, // the burst: due, not started
+			{Requested: 340, Started: 340, Done: 340, Finished: 340},
+		}, []uint64{100, 100, 140}, []uint64{100, 100, 140}},
+		{"a failure", []WorkloadStats{
+			{Requested: 0},
+			{Requested: 100, Started: 100, Done: 99, Failed: 1, Finished: 100},
+		}, []uint64{99}, []uint64{100}},
+		{"behind, then catching up", []WorkloadStats{
+			{Requested: 0},
+			{Requested: 100, Started: 100, Done: 100, Finished: 100},
+			{Requested: 240, Started: 121, Done: 120, Finished: 120}, // a slow API server: 120 overdue
+			{Requested: 340, Started: 300, Done: 300, Finished: 300}, // 40 due, within the slack
+			{Requested: 440, Started: 440, Done: 440, Finished: 440},
+		}, []uint64{100, 20, 180, 140}, []uint64{100, 90, 110, 140}},
+	} {
+		for i := 1; i < len(tc.readings); i++ {
+			prev, cur := tc.readings[i-1], tc.readings[i]
+			done, req := cur.Done-prev.Done, cur.Counted(slack)-prev.Counted(slack)
+			if done != tc.done[i-1] || req != tc.req[i-1] {
+				t.Errorf("%s, interval %d: %d done of %d requested, want %d of %d", tc.name, i, done, req, tc.done[i-1], tc.req[i-1])
+			}
+			if done > req && prev.Requested <= prev.Finished+slack {
+				t.Errorf("%s, interval %d: %d done of %d requested, with no write overdue at its start", tc.name, i, done, req)
+			}
 		}
 	}
 }

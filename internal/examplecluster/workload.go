@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,11 +50,14 @@ type Workload struct {
 
 	start   atomic.Pointer[time.Time]
 	started atomic.Uint64
-	done    atomic.Uint64
-	failed  atomic.Uint64
 	busy    atomic.Int64 // nanoseconds spent in writes
 	version atomic.Uint64
 	runID   string
+
+	// The writes that returned, read together by Stats: a write counted
+	// done is counted finished in the same reading.
+	mu                     sync.Mutex
+	done, failed, finished uint64 // finished: done, failed or cut short by the stop
 }
 
 // Name returns the name of the workload's i-th ConfigMap.
@@ -212,17 +216,22 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 		_, err = w.Cluster.WorkloadClient.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
 	}
 	w.busy.Add(int64(time.Since(began)))
-	switch {
-	case err == nil:
-		w.done.Add(1)
-	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		// stopping: not a failure of the write
-	default:
-		// Log the first failures and then one in a hundred: a missing
-		// permission fails every write.
-		if n := w.failed.Add(1); n <= 3 || n%100 == 0 {
-			log.Printf("workload: write %d failed: %v", n, err)
-		}
+	// Stopping is no failure of the write.
+	failed := err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled)
+	w.mu.Lock()
+	w.finished++
+	if err == nil {
+		w.done++
+	}
+	if failed {
+		w.failed++
+	}
+	n := w.failed
+	w.mu.Unlock()
+	// Log the first failures and then one in a hundred: a missing
+	// permission fails every write.
+	if failed && (n <= 3 || n%100 == 0) {
+		log.Printf("workload: write %d failed: %v", n, err)
 	}
 }
 
@@ -232,8 +241,9 @@ type WorkloadStats struct {
 	// those begun.
 	Requested, Started uint64
 	// Done is the number of writes the API server accepted; Failed those it
-	// refused (stopping excepted).
-	Done, Failed uint64
+	// refused (stopping excepted); Finished those that returned, whatever
+	// the outcome.
+	Done, Failed, Finished uint64
 	// Busy is the time spent in writes, waiting for the client's limiter
 	// and client-go's retries of 429s included.
 	Busy time.Duration
@@ -257,9 +267,27 @@ func (w *Workload) Stats() WorkloadStats {
 	if start == nil {
 		return st
 	}
-	st.Started, st.Done, st.Failed, st.Busy = w.started.Load(), w.done.Load(), w.failed.Load(), time.Duration(w.busy.Load())
+	w.mu.Lock()
+	st.Done, st.Failed, st.Finished = w.done, w.failed, w.finished
+	w.mu.Unlock()
+	// Read after them: a write is started before it finishes.
+	st.Started, st.Busy = w.started.Load(), time.Duration(w.busy.Load())
 	st.Requested = max(w.due(time.Since(*start)), st.Started)
 	return st
+}
+
+// Counted returns the number of requested writes that count in the summary
+// so far: those finished, and those overdue, i.e. due and unfinished beyond
+// slack. A write due within the slack and not finished yet (a burst due at
+// the end of an interval takes a moment) counts when it finishes: the
+// writes requested and those done in an interval are then the same, and
+// the done ones pass the requested ones only when overdue writes of earlier
+// intervals are done.
+func (s WorkloadStats) Counted(slack uint64) uint64 {
+	if s.Requested > s.Finished+slack {
+		return s.Requested - slack
+	}
+	return s.Finished
 }
 
 // slack is the backlog that is no lag: a burst just due and half a second
