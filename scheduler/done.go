@@ -54,6 +54,9 @@ func (s *Scheduler[K]) Done(key K) {
 		s.forgetLocked(e)
 	}
 	s.wakeDrainLocked()
+	if s.maxInFlight > 0 && s.ready.eligibleLen() > 0 {
+		signal = true // a worker held back by the limit may go on
+	}
 	var report doneReport[K]
 	if p.observed {
 		report = s.observedDoneLocked(p, now)

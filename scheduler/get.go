@@ -111,7 +111,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 				s.promoteLocked(now)
 			}
 		}
-		if s.ready.eligibleLen() > 0 {
+		if s.ready.eligibleLen() > 0 && (s.maxInFlight == 0 || s.inflight.n < s.maxInFlight) {
 			return nil
 		}
 		if s.shuttingDown {

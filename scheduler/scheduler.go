@@ -40,9 +40,12 @@ type Scheduler[K comparable] struct {
 	// order numbers the pushes into the ready and the delay queues: keys
 	// of one priority are handed out, and keys due at one instant made
 	// ready, in that order (see nextOrder).
-	order       uint64
-	held        int        // pending runs of keys in flight, to start after their Done
-	inflight    runList[K] // runs handed to workers and not yet Done
+	order    uint64
+	held     int        // pending runs of keys in flight, to start after their Done
+	inflight runList[K] // runs handed to workers and not yet Done
+	// maxInFlight, when positive, is the most runs handed out at once
+	// (SetMaxInFlight); 0: no limit.
+	maxInFlight int
 	freeEntries []*entry[K]
 	freeProcs   []*proc[K]
 
