@@ -96,7 +96,7 @@ func (fc *forController) traced(t *testing.T, what string, write func(ctx contex
 
 // createConfigMap creates name in the test's namespace with annotations
 // and returns it as the cluster stored it; with a traced ctx,
-// InjectTraceparent adds the writer's traceparent. It asks for the UID
+// traceparent.Inject adds the writer's traceparent. It asks for the UID
 // uid-<name>, which the fake keeps and the API server replaces by its own
 // (TestAPIServerObjectIdentity): use the returned object's.
 func (fc *forController) createConfigMap(ctx context.Context, name string, annotations map[string]string) (*corev1.ConfigMap, error) {

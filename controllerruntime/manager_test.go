@@ -146,7 +146,7 @@ func writeConfigMap(t *testing.T, tel *telemetry, name string) (*corev1.ConfigMa
 	defer span.End()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
 	if !traceparent.Inject(ctx, cm) {
-		t.Fatal("InjectTraceparent wrote nothing")
+		t.Fatal("traceparent.Inject wrote nothing")
 	}
 	return cm, span.SpanContext()
 }
