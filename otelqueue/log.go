@@ -3,11 +3,9 @@ package otelqueue
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"k8s.io/utils/clock"
 )
 
 // Log attribute keys of the Runner's "Reconciler error" lines and of
@@ -57,53 +55,11 @@ func LoggerFromContext(ctx context.Context) *slog.Logger {
 	return l
 }
 
-// logLimiter is a token bucket for error lines: burst lines at once, then
-// one every interval; it counts the lines it refuses.
-type logLimiter struct {
-	clock    clock.PassiveClock
-	burst    int
-	interval time.Duration // 0: no limit
-
-	mu         sync.Mutex
-	tokens     int
-	last       time.Time // when tokens were last refilled
-	suppressed int
-}
-
-func newLogLimiter(c clock.PassiveClock, burst int, interval time.Duration) *logLimiter {
-	return &logLimiter{clock: c, burst: burst, interval: interval, tokens: burst, last: c.Now()}
-}
-
-// allow reports whether a line may be logged now and, if so, how many were
-// suppressed since the previous one.
-func (l *logLimiter) allow() (ok bool, suppressed int) {
-	if l.interval <= 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now := l.clock.Now(); l.tokens < l.burst {
-		if n := int(now.Sub(l.last) / l.interval); n > 0 {
-			l.tokens = min(l.burst, l.tokens+n)
-			l.last = l.last.Add(time.Duration(n) * l.interval)
-		}
-	} else {
-		l.last = now
-	}
-	if l.tokens == 0 {
-		l.suppressed++
-		return false, 0
-	}
-	l.tokens--
-	suppressed, l.suppressed = l.suppressed, 0
-	return true, suppressed
-}
-
 // logError reports a failed reconcile as controller-runtime does: an error
 // line "Reconciler error" with the queue, the key and the error, and here
 // the attempt's trace_id and span_id; rate-limited.
 func (r *Runner[K]) logError(ctx context.Context, key K, err error, stack []byte) {
-	ok, suppressed := r.limiter.allow()
+	ok, suppressed := r.limiter.Allow()
 	if !ok {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
+	"github.com/otelqueue/otelqueue/internal/loglimit"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -32,7 +33,7 @@ type Runner[K comparable] struct {
 	binding   *binding     // the queue's: what its Instrumentation reports
 	share     *runnerShare // this Runner's workers in binding
 	logger    *slog.Logger // nil: slog.Default()
-	limiter   *logLimiter
+	limiter   *loglimit.Limiter
 	started   atomic.Bool // Run was called
 }
 
@@ -138,7 +139,7 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 		queue: queue, workers: workers, reconcile: reconcile,
 		counters: &runnerCounters{busy: busyClock{clock: c.clock, base: c.clock.Now()}},
 		binding:  b, share: newRunnerShare(b, workers),
-		logger: c.logger, limiter: newLogLimiter(c.clock, c.logBurst, c.logInterval),
+		logger: c.logger, limiter: loglimit.New(c.clock, c.logBurst, c.logInterval),
 	}
 	// A Runner that is never run gives its workers back when collected.
 	runtime.AddCleanup(r, (*runnerShare).release, r.share)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"log"
 	"log/slog"
-	"sync"
-	"time"
+	"sync/atomic"
 
+	"k8s.io/utils/clock"
+
+	"github.com/otelqueue/otelqueue/internal/loglimit"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -35,18 +37,23 @@ type failureLogState struct {
 	all       bool    // -log-simulated-failures: the deliberate failures as any other
 	errorRate float64 // -error-rate, for the notice
 
-	mu         sync.Mutex
-	simulated  int // deliberate failures seen
-	tokens     int
-	last       time.Time // when tokens were last refilled
-	suppressed int
+	simulated atomic.Int64 // deliberate failures seen
+
+	// limit is the Runner's default limit, for the other errors.
+	limit *loglimit.Limiter
 }
 
 // newFailureLog returns the handler of the Runner's lines, writing through
 // next.
 func newFailureLog(next slog.Handler, cfg config) *failureLog {
+	return newFailureLogClock(next, cfg, clock.RealClock{})
+}
+
+// newFailureLogClock is newFailureLog on clock c (tests pass a fake one).
+func newFailureLogClock(next slog.Handler, cfg config, c clock.PassiveClock) *failureLog {
 	return &failureLog{next: next, state: &failureLogState{
-		all: cfg.logSimulated, errorRate: cfg.errorRate, tokens: otelqueue.DefaultLogBurst, last: time.Now(),
+		all: cfg.logSimulated, errorRate: cfg.errorRate,
+		limit: loglimit.New(c, otelqueue.DefaultLogBurst, otelqueue.DefaultLogInterval),
 	}}
 }
 
@@ -67,12 +74,8 @@ func (h *failureLog) Handle(ctx context.Context, r slog.Record) error {
 		return h.next.Handle(ctx, r)
 	}
 	s := h.state
-	s.mu.Lock()
 	if !s.all && isSimulated(r) {
-		s.simulated++
-		n := s.simulated
-		s.mu.Unlock()
-		switch {
+		switch n := s.simulated.Add(1); {
 		case n <= loggedSimulated:
 			return h.next.Handle(ctx, r)
 		case n == loggedSimulated+1:
@@ -83,8 +86,7 @@ func (h *failureLog) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return nil
 	}
-	ok, suppressed := s.allow(time.Now())
-	s.mu.Unlock()
+	ok, suppressed := s.limit.Allow()
 	if !ok {
 		return nil
 	}
@@ -93,30 +95,6 @@ func (h *failureLog) Handle(ctx context.Context, r slog.Record) error {
 		r.AddAttrs(slog.Int(otelqueue.LogSuppressed, suppressed))
 	}
 	return h.next.Handle(ctx, r)
-}
-
-// allow is the Runner's default limit, a token bucket of
-// otelqueue.DefaultLogBurst lines refilled one every DefaultLogInterval:
-// whether a line may be logged at now and, if so, how many were suppressed
-// since the previous one. s.mu is held.
-func (s *failureLogState) allow(now time.Time) (bool, int) {
-	const burst, interval = otelqueue.DefaultLogBurst, otelqueue.DefaultLogInterval
-	if s.tokens < burst {
-		if n := int(now.Sub(s.last) / interval); n > 0 {
-			s.tokens = min(burst, s.tokens+n)
-			s.last = s.last.Add(time.Duration(n) * interval)
-		}
-	} else {
-		s.last = now
-	}
-	if s.tokens == 0 {
-		s.suppressed++
-		return false, 0
-	}
-	s.tokens--
-	n := s.suppressed
-	s.suppressed = 0
-	return true, n
 }
 
 // isSimulated says whether r reports a deliberate failure: its "error"

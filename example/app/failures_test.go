@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	testingclock "k8s.io/utils/clock/testing"
+
 	"github.com/otelqueue/otelqueue/internal/exampletest"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
@@ -44,7 +46,8 @@ func reconcilerError(err error) slog.Record {
 func TestFailureLog(t *testing.T) {
 	out := exampletest.CaptureLog(t)
 	next := &records{}
-	h := newFailureLog(next, config{errorRate: 0.05})
+	fc := testingclock.NewFakePassiveClock(time.Now())
+	h := newFailureLogClock(next, config{errorRate: 0.05}, fc)
 	ctx := context.Background()
 	for range 20 {
 		_ = h.Handle(ctx, reconcilerError(errSimulated))
@@ -64,10 +67,18 @@ func TestFailureLog(t *testing.T) {
 	if len(next.rs) != otelqueue.DefaultLogBurst {
 		t.Errorf("%d of %d other errors logged at once, want the Runner's default burst of %d", len(next.rs), otelqueue.DefaultLogBurst+5, otelqueue.DefaultLogBurst)
 	}
-	s := h.state
-	s.mu.Lock()
-	ok, suppressed := s.allow(time.Now().Add(otelqueue.DefaultLogInterval))
-	s.mu.Unlock()
+	next.rs = nil
+	fc.SetTime(fc.Now().Add(otelqueue.DefaultLogInterval))
+	_ = h.Handle(ctx, reconcilerError(conflict))
+	ok, suppressed := len(next.rs) == 1, int64(0)
+	if ok {
+		next.rs[0].Attrs(func(a slog.Attr) bool {
+			if a.Key == otelqueue.LogSuppressed {
+				suppressed = a.Value.Int64()
+			}
+			return true
+		})
+	}
 	if !ok || suppressed != 5 {
 		t.Errorf("an interval later: allowed %v with %d suppressed, want a line counting the 5 suppressed", ok, suppressed)
 	}
