@@ -123,3 +123,23 @@ func TestMaxInFlightConcurrent(t *testing.T) {
 		t.Errorf("%d keys processed, want %d", n, keys)
 	}
 }
+
+// TestMaxInFlightAfterShutDown: the limit may be changed after ShutDown,
+// harmlessly; a Get that waits for it returns shutdown once nothing is
+// left, as without a limit.
+func TestMaxInFlightAfterShutDown(t *testing.T) {
+	s, _ := newFake(t, named())
+	s.SetMaxInFlight(1)
+	s.Add("a")
+	s.Add("b")
+	mustGetKey(t, s, "a")
+	s.ShutDown()
+	s.SetMaxInFlight(0) // raised after ShutDown: b may go
+	mustGetKey(t, s, "b")
+	s.Done("a")
+	s.Done("b")
+	s.SetMaxInFlight(3)
+	if _, shutdown := s.Get(); !shutdown {
+		t.Error("Get after ShutDown, with nothing left, did not return shutdown")
+	}
+}
