@@ -30,6 +30,13 @@ type binding struct {
 	hasRunner atomic.Bool // a Runner was made for the scheduler
 	active    atomic.Int64
 	outcomes  [numOutcomes]atomic.Uint64
+
+	// client is the client instruments of the scheduler's live
+	// Instrumentation, nil when it has none: an adaptive pool decides only
+	// while it is set.
+	client atomic.Pointer[clientInstruments]
+	// pool is the scheduler's adaptive worker pool, nil when it has none.
+	pool atomic.Pointer[pool]
 }
 
 // bindings maps weak pointers to schedulers (weak.Pointer[scheduler.Scheduler[K]],
@@ -91,11 +98,17 @@ func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
 // Runner, and returns the worker count of those not stopped.
 func (b *binding) observe(o metric.Observer, in *instruments, a *runnerAttrs) int64 {
 	if !b.hasRunner.Load() {
+		if p := b.pool.Load(); p != nil {
+			return p.limit.Load()
+		}
 		return 0
 	}
 	o.ObserveInt64(in.activeWorkers, b.active.Load(), a.queue)
 	for i := range b.outcomes {
 		o.ObserveInt64(in.results, int64(b.outcomes[i].Load()), a.byOutcome[i])
+	}
+	if p := b.pool.Load(); p != nil {
+		return p.limit.Load() // it gates every Runner of the queue
 	}
 	return b.workers.Load()
 }

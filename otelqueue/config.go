@@ -59,9 +59,10 @@ type config struct {
 	controller     string
 	buckets        []float64
 	parentMode     bool
-	linkSource     any     // a LinkSource[K], checked against the queue's K (WithLinkSource)
-	workers        int     // WithWorkers
-	workersSet     bool    // WithWorkers was given
+	linkSource     any  // a LinkSource[K], checked against the queue's K (WithLinkSource)
+	workers        int  // WithWorkers
+	workersSet     bool // WithWorkers was given
+	adaptive       *AdaptiveWorkers
 	errs           []error // found by setDefaults, reported by validate
 }
 
@@ -113,6 +114,9 @@ func (c *config) validate() error {
 	}
 	if len(c.buckets) == 0 {
 		return errors.New("otelqueue: WithExplicitBuckets needs at least one boundary")
+	}
+	if c.adaptive != nil {
+		return c.adaptive.check()
 	}
 	return nil
 }

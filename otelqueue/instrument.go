@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"go.opentelemetry.io/otel"
@@ -16,6 +17,7 @@ import (
 // returned by Instrument. Stop removes it.
 type Instrumentation struct {
 	client   *clientInstruments
+	b        *binding
 	reg      metric.Registration
 	stop     func()
 	stopOnce sync.Once
@@ -47,11 +49,51 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		return nil, err
 	}
 	b := bindingOf(s)
+	var p *pool
+	if c.adaptive != nil {
+		workers := 0
+		if c.workersSet {
+			workers = c.workers
+		}
+		lo, hi, start, err := poolBounds(*c.adaptive, workers)
+		if err != nil {
+			return nil, err
+		}
+		if b.pool.Load() != nil {
+			return nil, errPoolTaken(s.Name())
+		}
+		logger := c.adaptive.Logger
+		p = newPool(s, b, *c.adaptive, lo, hi, start, func() *slog.Logger {
+			if logger != nil {
+				return logger
+			}
+			return slog.Default()
+		})
+	}
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
-	obs := newObserver[K](&c, in, s.Name(), attrs)
+	obs := newObserver[K](&c, in, b, s.Name(), attrs)
 	if err := install(s, obs); err != nil {
 		return nil, err
+	}
+	b.client.Store(obs.client)
+	stopPool := func() {}
+	if p != nil {
+		if err := p.attach(); err != nil {
+			b.client.CompareAndSwap(obs.client, nil)
+			s.CompareAndSwapObserver(obs, nil)
+			return nil, err
+		}
+		stop, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			p.run(stop, s.ShutDownCh())
+		}()
+		stopPool = func() {
+			close(stop)
+			<-exited
+			p.detach()
+		}
 	}
 	observe := metric.WithAttributeSet(attrs)
 	depth := newDepthByPriority(attrs)
@@ -82,8 +124,13 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	}
 	return &Instrumentation{
 		client: obs.client,
+		b:      b,
 		reg:    reg,
-		stop:   func() { drainAttempts(s, scheduler.Observer[K](obs)) },
+		stop: func() {
+			stopPool()
+			b.client.CompareAndSwap(obs.client, nil)
+			drainAttempts(s, scheduler.Observer[K](obs))
+		},
 	}, nil
 }
 
@@ -119,6 +166,20 @@ func (i *Instrumentation) ClientStats() ClientStats {
 		return ClientStats{}
 	}
 	return i.client.stats()
+}
+
+// AdaptiveStats returns the state of the queue's adaptive worker pool
+// (AdaptiveWorkers, given to Instrument or to a Runner of the queue), and
+// false when the queue has none running.
+func (i *Instrumentation) AdaptiveStats() (AdaptiveStats, bool) {
+	if i == nil || i.b == nil {
+		return AdaptiveStats{}, false
+	}
+	p := i.b.pool.Load()
+	if p == nil {
+		return AdaptiveStats{}, false
+	}
+	return p.Stats(), true
 }
 
 // Stop removes the instrumentation: the observable instruments are no longer

@@ -44,13 +44,15 @@ type observer[K comparable] struct {
 	workDuration  metric.Float64Histogram
 	client        *clientInstruments
 	record        []metric.RecordOption // the queue's attributes, prepared once
+	b             *binding              // where an adaptive pool, if any, is found
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
 type rootKey struct{}
 
-func newObserver[K comparable](c *config, in *instruments, queue string, attrs attribute.Set) *observer[K] {
+func newObserver[K comparable](c *config, in *instruments, b *binding, queue string, attrs attribute.Set) *observer[K] {
 	o := &observer[K]{
+		b:             b,
 		queue:         queue,
 		tracing:       c.tracing(),
 		parentMode:    c.parentMode,
@@ -76,6 +78,9 @@ var _ scheduler.WallClockObserver[string] = (*observer[string])(nil)
 
 // Dequeued starts the attempt's trace and records the queue wait inside it.
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
+	if p := o.b.pool.Load(); p != nil {
+		p.sig.dequeued(it.DequeuedAt.Sub(it.ReadyAt))
+	}
 	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()
 	if !o.tracing {
 		// Not in ctx: a span the worker's context carries must not become
@@ -205,6 +210,16 @@ func (o *observer[K]) links(it *scheduler.Item[K], links []trace.Link) []trace.L
 // attempt's span context for exemplars.
 func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 	a, _ := ctx.(*attemptContext)
+	if p := o.b.pool.Load(); p != nil {
+		// Before the spans end: a change this attempt's end decides is an
+		// event of its "reconcile" span.
+		p.sig.finished(ended.Sub(started))
+		var span trace.Span
+		if a != nil && a.root != nil {
+			span = trace.SpanFromContext(ctx)
+		}
+		p.evaluate(ended, span)
+	}
 	if a == nil || a.root == nil {
 		// Tracing off, or an attempt the sampler dropped: no span context
 		// in the records (see Dequeued).

@@ -35,11 +35,14 @@ type Runner[K comparable] struct {
 	logger    *slog.Logger // nil: slog.Default()
 	limiter   *loglimit.Limiter
 	started   atomic.Bool // Run was called
+	adaptive  *AdaptiveWorkers
+	pool      atomic.Pointer[pool] // the adaptive pool while Run runs
 }
 
 // RunnerStats are a Runner's numbers.
 type RunnerStats struct {
-	// Workers is the Runner's configured number of workers.
+	// Workers is the Runner's configured number of workers, or, with
+	// AdaptiveWorkers while Run runs, the pool's current limit.
 	Workers int
 	// ActiveWorkers is the number of workers processing a key right now.
 	ActiveWorkers int
@@ -131,6 +134,9 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 	}
 	c := newRunnerConfig(opts)
 	errs = append(errs, c.validate())
+	if a := c.adaptive; a != nil && workers >= 1 && a.Min >= 1 && a.Max >= a.Min && (workers < a.Min || workers > a.Max) {
+		errs = append(errs, fmt.Errorf("otelqueue: NewRunner's %d workers, the adaptive pool's starting count, are outside AdaptiveWorkers' [Min, Max] = [%d, %d]", workers, a.Min, a.Max))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -140,6 +146,7 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 		counters: &runnerCounters{busy: busyClock{clock: c.clock, base: c.clock.Now()}},
 		binding:  b, share: newRunnerShare(b, workers),
 		logger: c.logger, limiter: loglimit.New(c.clock, c.logBurst, c.logInterval),
+		adaptive: c.adaptive,
 	}
 	// A Runner that is never run gives its workers back when collected.
 	runtime.AddCleanup(r, (*runnerShare).release, r.share)
@@ -149,8 +156,12 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 // Stats returns the Runner's numbers.
 func (r *Runner[K]) Stats() RunnerStats {
 	c := r.counters
+	workers := r.workers
+	if p := r.pool.Load(); p != nil {
+		workers = int(p.limit.Load())
+	}
 	st := RunnerStats{
-		Workers:       r.workers,
+		Workers:       workers,
 		ActiveWorkers: int(c.active.Load()),
 		Busy:          c.busy.total(),
 	}
@@ -194,13 +205,62 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	if r.logger != nil {
 		wctx = context.WithValue(ctx, loggerKey{}, r.logger) // for LoggerFromContext
 	}
+	goroutines := r.workers
 	var wg sync.WaitGroup
-	for range r.workers {
+	if a := r.adaptive; a != nil {
+		p, err := r.startPool(*a)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			p.detach()
+			r.pool.Store(nil)
+		}()
+		goroutines = a.Max
+		wg.Go(func() { p.run(ctx.Done(), nil) })
+	}
+	for range goroutines {
 		r.startWorker(wctx, &wg)
 	}
 	wg.Wait()
 	r.queue.ShutDownWithDrain()
 	return nil
+}
+
+// startPool attaches the Runner's adaptive pool to its queue, starting at
+// the Runner's worker count, with the Runner's logger.
+func (r *Runner[K]) startPool(a AdaptiveWorkers) (*pool, error) {
+	if r.binding.client.Load() == nil {
+		return nil, fmt.Errorf("otelqueue: Run with AdaptiveWorkers: queue %q %w", r.queue.Name(), errNotInstrumented)
+	}
+	logger := func() *slog.Logger {
+		switch {
+		case a.Logger != nil:
+			return a.Logger
+		case r.logger != nil:
+			return r.logger
+		}
+		return slog.Default()
+	}
+	p := newPool(r.queue, r.binding, a, a.Min, a.Max, r.workers, logger)
+	if err := p.attach(); err != nil {
+		return nil, err
+	}
+	r.pool.Store(p)
+	return p, nil
+}
+
+// AdaptiveStats returns the state of the Runner's adaptive pool, and false
+// when it has none (no AdaptiveWorkers) or Run is not running.
+func (r *Runner[K]) AdaptiveStats() (AdaptiveStats, bool) {
+	if r == nil {
+		return AdaptiveStats{}, false
+	}
+	p := r.pool.Load()
+	if p == nil {
+		return AdaptiveStats{}, false
+	}
+	return p.Stats(), true
 }
 
 // startWorker starts a worker, and starts another in its place if a

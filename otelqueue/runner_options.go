@@ -24,6 +24,7 @@ type runnerConfig struct {
 	logger      *slog.Logger
 	logBurst    int
 	logInterval time.Duration
+	adaptive    *AdaptiveWorkers
 }
 
 func newRunnerConfig(opts []RunnerOption) runnerConfig {
@@ -51,6 +52,9 @@ func (c *runnerConfig) validate() error {
 	}
 	if c.logInterval < 0 {
 		errs = append(errs, fmt.Errorf("otelqueue: WithLogRateLimit needs an interval of 0 (no limit) or more, got %v", c.logInterval))
+	}
+	if c.adaptive != nil {
+		errs = append(errs, c.adaptive.check())
 	}
 	return errors.Join(errs...)
 }

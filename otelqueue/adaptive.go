@@ -1,0 +1,146 @@
+package otelqueue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults of AdaptiveWorkers.
+const (
+	// DefaultAdaptiveInterval is how often an adaptive pool decides.
+	DefaultAdaptiveInterval = 5 * time.Second
+	// DefaultWaitObjective is the queue wait (the 90th percentile of the
+	// keys handed out in an interval, or the oldest key still waiting)
+	// above which an adaptive pool grows whenever its workers are busy.
+	DefaultWaitObjective = time.Second
+)
+
+// AdaptiveWorkers makes the number of keys a queue hands out at once (its
+// workers) follow the load: it grows when keys arrive faster than the
+// workers can take them, shrinks when they idle, and shrinks, rather than
+// grows, when what limits the reconciles lies downstream: the client's rate
+// limiter, the API server's 429s, or a shared resource that makes each
+// reconcile slower as more run at once. docs/tuning.md ("Adaptive workers")
+// describes the rule and how to read its decisions.
+//
+// It is an option of NewRunner, where the Runner's worker count is the
+// starting count and the Runner runs Max goroutines, and of Instrument (so
+// of package controllerruntime's New and NewQueue), where it gates the
+// goroutines that call Get, such as controller-runtime's
+// MaxConcurrentReconciles, which is then the ceiling (see WithWorkers).
+// Either way it limits the queue through scheduler.Scheduler.SetMaxInFlight
+// and decides on the queue's instrumentation: the queue must be
+// instrumented (Instrument), and a queue has at most one adaptive pool.
+//
+// The zero values of the optional fields select the defaults.
+type AdaptiveWorkers struct {
+	// Min and Max bound the count: 1 <= Min <= Max.
+	Min, Max int
+	// Start is the count to start with, within [Min, Max]: the Runner's
+	// worker count for NewRunner, Min for Instrument when 0.
+	Start int
+	// Interval is the time between decisions (DefaultAdaptiveInterval).
+	// A change waits at least two intervals after the previous one.
+	Interval time.Duration
+	// WaitObjective is the queue wait that, with the workers busy, makes the
+	// pool grow even when its estimate of the demand says it has enough
+	// (DefaultWaitObjective).
+	WaitObjective time.Duration
+	// Logger receives a line for every change (slog.Default() when nil;
+	// for a Runner, its WithLogger).
+	Logger *slog.Logger
+}
+
+// WithAdaptiveWorkers returns AdaptiveWorkers between min and max with the
+// defaults, for NewRunner and Instrument.
+func WithAdaptiveWorkers(min, max int) AdaptiveWorkers {
+	return AdaptiveWorkers{Min: min, Max: max}
+}
+
+func (a AdaptiveWorkers) apply(c *config)             { c.adaptive = &a }
+func (a AdaptiveWorkers) applyRunner(c *runnerConfig) { c.adaptive = &a }
+
+var (
+	_ Option       = AdaptiveWorkers{}
+	_ RunnerOption = AdaptiveWorkers{}
+)
+
+// check reports what cannot be used as given and fills in the defaults.
+func (a *AdaptiveWorkers) check() error {
+	var errs []error
+	if a.Min < 1 {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers needs Min of at least 1, got %d", a.Min))
+	}
+	if a.Max < a.Min {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers needs Max of at least Min (%d), got %d", a.Min, a.Max))
+	}
+	if a.Start != 0 && (a.Start < a.Min || a.Start > a.Max) {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Start %d is outside [Min, Max] = [%d, %d]", a.Start, a.Min, a.Max))
+	}
+	if a.Interval < 0 {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval must not be negative, got %v: leave it 0 for %v", a.Interval, DefaultAdaptiveInterval))
+	}
+	if a.WaitObjective < 0 {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.WaitObjective must not be negative, got %v: leave it 0 for %v", a.WaitObjective, DefaultWaitObjective))
+	}
+	if a.Interval == 0 {
+		a.Interval = DefaultAdaptiveInterval
+	}
+	if a.WaitObjective == 0 {
+		a.WaitObjective = DefaultWaitObjective
+	}
+	return errors.Join(errs...)
+}
+
+// The reasons of an adaptive pool's changes (AdaptiveStats.Reason, the
+// "reason" of its log lines and span events).
+const (
+	// ReasonDemand: the arrivals and the backlog need more workers than
+	// the limit (the square-root staffing estimate, docs/tuning.md).
+	ReasonDemand = "demand"
+	// ReasonWait: the queue wait is above the objective with the workers
+	// busy.
+	ReasonWait = "wait"
+	// ReasonLowUtilization: the demand needs well under the limit, two
+	// intervals in a row.
+	ReasonLowUtilization = "low-utilization"
+	// ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient:
+	// more reconciles run at once than the downstream can serve, and the
+	// time the others lose goes to the client's rate limiter, to the API
+	// server's Retry-After, or to each reconcile taking longer than it does
+	// with fewer at once.
+	ReasonClientRateLimit  = "client-rate-limit"
+	ReasonServerThrottling = "server-throttling"
+	ReasonLatencyGradient  = "latency-gradient"
+	// ReasonProbe: a step above the ceiling a downstream limit set, to see
+	// whether the limit is still there (the ceiling's hold ran out, or the
+	// signs of the limit went away).
+	ReasonProbe = "probe"
+	// ReasonSlowerForAll: after a shrink for a latency gradient, the work
+	// took as long as before: the downstream got slower for everyone, not
+	// from this queue's concurrency; the ceiling is lifted.
+	ReasonSlowerForAll = "slower-for-all"
+)
+
+// AdaptiveStats is the state of a queue's adaptive pool.
+type AdaptiveStats struct {
+	// Limit is the number of keys the queue hands out at once now; Min and
+	// Max its bounds (Max is the lower of AdaptiveWorkers.Max and the
+	// workers given with WithWorkers).
+	Limit, Min, Max int
+	// Needed is the count the last decision found the demand needs, before
+	// the bounds and the ceiling; 0 before the first.
+	Needed int
+	// Ceiling is the count a downstream limit holds the pool under, 0 when
+	// none.
+	Ceiling int
+	// Changes counts the changes of Limit; Reason is the last one's (one of
+	// the Reason constants) and Detail the figures that decided it, as in
+	// its log line; Changed is when it happened.
+	Changes uint64
+	Reason  string
+	Detail  string
+	Changed time.Time
+}

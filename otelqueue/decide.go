@@ -1,0 +1,398 @@
+package otelqueue
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The constants of an adaptive pool's rule (docs/tuning.md, "Adaptive
+// workers", says why each has its value).
+const (
+	// staffingBeta is β of the square-root staffing rule: for an offered
+	// load of a busy workers, a + β·√a workers keep the share of keys that
+	// wait at all under about 1 in 500 (Halfin and Whitt), so that the
+	// pool, where nothing downstream limits it, matches a generous fixed
+	// count's queue wait.
+	staffingBeta = 3.0
+	// drainHorizon is the time the demand estimate gives the workers to
+	// clear the keys already waiting, beside the arrivals.
+	drainHorizon = 30 * time.Second
+	// minSample is the number of finished reconciles an interval needs
+	// before the downstream estimate is trusted; an interval with fewer is
+	// extended, up to maxWindowIntervals intervals.
+	minSample          = 20
+	maxWindowIntervals = 6
+	// excessShare: more reconciles run at once than the downstream can
+	// serve when the excess (busy workers minus the throughput times the
+	// no-load work time) is over this share of the latter (and over 1).
+	excessShare = 0.25
+	// ceilingHeadroom is the ceiling over the downstream's usable count.
+	ceilingHeadroom = 1.1
+	// shrinkShare: the demand's count must be at most this share of the
+	// limit, two intervals in a row, to shrink (the band between it and 1
+	// is the hysteresis against noise).
+	shrinkShare = 0.6
+	// probeStep is the step of a probe above the ceiling.
+	probeStep = 1.5
+	// waitUtilization is the utilization from which a wait above the
+	// objective makes the pool grow.
+	waitUtilization = 0.8
+	// The hold of a ceiling starts at initialHold and doubles, up to
+	// maxHold, each time a probe finds the limit still there.
+	initialHold = 2 * time.Minute
+	maxHold     = 16 * time.Minute
+	// baseSmoothing is the weight of a window in the smoothed base work
+	// time whose lowest value is the no-load work time (an exponentially
+	// weighted mean: the lowest of raw windows would be biased low by
+	// their noise).
+	baseSmoothing = 0.3
+	// goneShare, goneGradient: at the ceiling, the signs of a downstream
+	// limit are gone when the limiter and Retry-After waits are each under
+	// goneShare of the work time and the base work time is within
+	// goneGradient of the no-load one.
+	goneShare    = 0.03
+	goneGradient = 1.06
+	goneWindows  = 2
+	// growBand: the demand's count must exceed the limit by this share
+	// (and at least 1) to grow; with shrinkShare, the band keeps the
+	// staffing estimate's noise from moving the limit.
+	growBand = 0.1
+	// minStep is the smallest shrink for low utilization (but to Min) and
+	// the smallest step that goes on with an ascent.
+	minStep = 2
+	// retriesShare: above it (retries over adds), errors are the
+	// bottleneck and the pool does not grow.
+	retriesShare = 0.5
+)
+
+// window is what happened in one decision interval: the difference of two
+// snapshots.
+type window struct {
+	dur   time.Duration
+	limit int
+
+	started, done uint64
+	work          time.Duration // summed work time of the attempts done
+	busy          time.Duration // worker time spent processing in the window
+	waitP90       time.Duration // of the attempts started
+	oldest        time.Duration // oldest key waiting at the end
+	longest       time.Duration // longest run in flight at the end
+	depth         int           // ready keys at the end
+	depthBefore   int           // and at the start
+	adds, retries uint64
+
+	// From instrumented clients (ClientStats).
+	limiterWait, retryAfterWait time.Duration
+}
+
+// figures are the derived numbers of a window, as a decision's log line
+// gives them.
+type figures struct {
+	throughput  float64       // reconciles finished per second
+	arrivals    float64       // keys that became ready per second
+	work        time.Duration // mean work time of a reconcile
+	base        time.Duration // of it, the part not spent waiting on a downstream limit
+	noLoad      time.Duration // the lowest base seen: the no-load work time
+	busy        float64       // workers busy on average
+	utilization float64       // busy over the limit
+	usable      float64       // the reconciles the downstream serves at once at no-load speed
+	needed      int           // the demand's count (staffing)
+	wait        time.Duration // the queue wait: 90th percentile or oldest waiting
+	limiter     float64       // limiter wait's share of the work time
+	retryAfter  float64       // Retry-After wait's share
+	retries     float64       // retries over adds
+	sample      bool          // enough reconciles finished to trust usable
+}
+
+// decision is a change of the limit.
+type decision struct {
+	to     int
+	reason string
+	detail string
+}
+
+// controller is an adaptive pool's rule and its state between decisions.
+// It reads no clock and takes no lock: the pool feeds it windows.
+type controller struct {
+	lo, hi    int
+	objective time.Duration
+	interval  time.Duration
+
+	limit        int
+	smoothBase   time.Duration // exponentially weighted base work time; 0 before a sample
+	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
+	ceiling      int           // 0: none
+	ceilingSeen  bool          // the signs of the limit were seen at the ceiling
+	descending   bool          // the last change was a shrink for low utilization
+	ascending    bool          // the last change was a grow for the demand
+	goneRun      int           // consecutive windows at the ceiling without the signs of its limit
+	ceilingUntil time.Time
+	hold         time.Duration
+	probing      bool // the last change was a probe, not judged yet
+	verifying    bool // the last change was a shrink for a latency gradient
+	baseBefore   time.Duration
+	lastChange   time.Time
+	limitedRun   int // consecutive windows over the downstream's count
+	lowRun       int // consecutive windows of low demand
+	lastNeeded   int
+}
+
+func newController(lo, hi, start int, objective, interval time.Duration) *controller {
+	return &controller{lo: lo, hi: hi, limit: start, objective: objective, interval: interval, hold: initialHold}
+}
+
+// figures derives the figures of w, and updates the no-load work time.
+func (c *controller) figures(w *window) figures {
+	var f figures
+	secs := w.dur.Seconds()
+	if secs <= 0 {
+		return f
+	}
+	f.busy = w.busy.Seconds() / secs
+	f.utilization = f.busy / float64(max(w.limit, 1))
+	f.wait = max(w.waitP90, w.oldest)
+	if w.adds > 0 {
+		f.retries = float64(w.retries) / float64(w.adds)
+	}
+	f.arrivals = max(0, (float64(w.started)+float64(w.depth-w.depthBefore))/secs)
+	if w.done > 0 {
+		n := float64(w.done)
+		f.throughput = n / secs
+		f.work = time.Duration(float64(w.work) / n)
+		waits := time.Duration(float64(w.limiterWait+w.retryAfterWait) / n)
+		f.base = max(f.work-waits, f.work/100)
+		if w.work > 0 {
+			f.limiter = w.limiterWait.Seconds() / w.work.Seconds()
+			f.retryAfter = w.retryAfterWait.Seconds() / w.work.Seconds()
+		}
+		f.sample = w.done >= minSample
+		if f.sample {
+			if c.smoothBase == 0 {
+				c.smoothBase = f.base
+			} else {
+				c.smoothBase += time.Duration(baseSmoothing * float64(f.base-c.smoothBase))
+			}
+			if c.noLoad == 0 || c.smoothBase < c.noLoad {
+				c.noLoad = c.smoothBase
+			}
+		}
+		f.noLoad = c.noLoad
+		if f.sample {
+			f.usable = f.throughput * min(c.noLoad, f.base).Seconds()
+		}
+	}
+	// The demand: the keys that arrive and those waiting, each for the
+	// work time, plus the staffing margin.
+	work := f.work
+	if w.done == 0 {
+		work = max(c.noLoad, w.longest)
+	}
+	a := (f.arrivals + float64(w.depth)/drainHorizon.Seconds()) * work.Seconds()
+	if a > 0 {
+		f.needed = int(math.Ceil(a + staffingBeta*math.Sqrt(a)))
+	}
+	f.needed = max(f.needed, 1)
+	return f
+}
+
+// limitClass names what makes the reconciles slower than at no load: the
+// largest of the client's rate limiter, the API server's Retry-After, and
+// the base work time over the no-load one (a latency gradient).
+func (c *controller) limitClass(f *figures) string {
+	gradient := 0.0
+	if f.work > 0 && f.base > c.noLoad {
+		gradient = float64(f.base-c.noLoad) / float64(f.work)
+	}
+	switch {
+	case f.retryAfter >= f.limiter && f.retryAfter >= gradient:
+		return ReasonServerThrottling
+	case f.limiter >= gradient:
+		return ReasonClientRateLimit
+	}
+	return ReasonLatencyGradient
+}
+
+// DownstreamShare is the share of the work time spent waiting on a
+// downstream limit (the client's rate limiter, the API server's
+// Retry-After) from which that limit is the bottleneck: the threshold of
+// the bottleneck classes of example/prometheus/rules.yml.
+const DownstreamShare = 0.25
+
+// decide returns the change w calls for at now, if any, and the window's
+// figures.
+func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) {
+	f := c.figures(w)
+	c.lastNeeded = f.needed
+	L := c.limit
+	excess := f.busy - f.usable
+	limited := f.sample && excess > max(1, excessShare*f.usable)
+	if limited {
+		c.limitedRun++
+	} else {
+		c.limitedRun = 0
+	}
+	// Low demand: well under the limit to start a descent, under the
+	// target's margin to go on with it.
+	// A descent or an ascent goes on for two windows after its last step.
+	recent := now.Sub(c.lastChange) <= 4*c.interval
+	low := f.needed <= int(shrinkShare*float64(L))
+	if c.descending && recent {
+		low = withMargin(f.needed) < L
+	}
+	if !f.sample || !low || f.wait > c.objective {
+		c.lowRun = 0
+	} else {
+		c.lowRun++
+	}
+	gone := f.sample && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
+	switch {
+	case c.ceiling == 0 || L < c.ceiling || !f.sample:
+		c.goneRun = 0
+	case gone:
+		c.goneRun++
+	default:
+		c.ceilingSeen, c.goneRun = true, 0
+	}
+	if now.Sub(c.lastChange) < 2*c.interval && !c.lastChange.IsZero() {
+		return decision{}, f, false
+	}
+	ceilingFor := func() int {
+		c.ceilingSeen = false
+		// Rounded up: at least one more than the downstream serves, so
+		// that the limit stays in sight at the ceiling.
+		return min(c.hi, max(c.lo, int(math.Ceil(ceilingHeadroom*f.usable))))
+	}
+
+	// A probe is judged on the first window allowed to change.
+	if c.probing {
+		c.probing = false
+		if limited {
+			c.ceiling = ceilingFor()
+			c.hold = min(2*c.hold, maxHold)
+			c.ceilingUntil = now.Add(c.hold)
+			class := c.limitClass(&f)
+			return c.change(max(c.ceiling, c.lo), class, now,
+				fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(&f), c.ceiling, c.hold)), f, true
+		}
+		c.ceiling, c.hold = 0, initialHold
+	}
+
+	// After a shrink for a latency gradient: did the work get faster?
+	if c.verifying {
+		c.verifying = false
+		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) {
+			old := c.noLoad
+			c.noLoad, c.ceiling, c.hold = f.base, 0, initialHold
+			return c.change(L, ReasonSlowerForAll, now,
+				fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), L, round(c.baseBefore), round(old), round(f.base))), f, true
+		}
+	}
+
+	// More at once than the downstream can serve: shrink to what it can.
+	if limited && c.limitedRun >= 2 {
+		c.ceiling = ceilingFor()
+		c.ceilingUntil = now.Add(c.hold)
+		to := max(c.ceiling, (L+1)/2, c.lo)
+		if to < L {
+			class := c.limitClass(&f)
+			if class == ReasonLatencyGradient {
+				c.verifying, c.baseBefore = true, f.base
+			}
+			return c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f), c.ceiling, c.hold)), f, true
+		}
+	}
+
+	// Grow, when the demand needs more or keys wait with the workers busy,
+	// unless errors are the bottleneck.
+	byDemand := f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
+	if c.ascending && recent {
+		byDemand = withMargin(f.needed) >= L+minStep
+	}
+	wantMore := byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
+	if wantMore && f.retries <= retriesShare && !limited && L < c.hi {
+		target := max(L+1, min(2*L, withMargin(f.needed)))
+		reason := ReasonDemand
+		if !byDemand {
+			reason = ReasonWait
+		}
+		if c.ceiling > 0 {
+			if L < c.ceiling {
+				target = min(target, c.ceiling)
+			} else {
+				// At the ceiling: probe once its hold is over, or once the
+				// signs of the limit, seen at the ceiling, are gone.
+				gone = c.ceilingSeen && c.goneRun >= goneWindows
+				if !now.After(c.ceilingUntil) && !gone {
+					return decision{}, f, false
+				}
+				c.probing = true
+				target = max(L+1, int(math.Ceil(probeStep*float64(L))))
+				return c.change(min(target, c.hi), ReasonProbe, now,
+					fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f))), f, true
+			}
+		}
+		d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
+		c.ascending = true
+		return d, f, true
+	}
+
+	// Shrink when the demand needs well under the limit, twice in a row.
+	if c.lowRun >= 2 && L > c.lo {
+		// To the demand's count with the grow band's margin, so that the
+		// next window's noise neither grows nor shrinks it again.
+		// A step of one or two is the estimate's noise, not a change of
+		// the load.
+		to := max(c.lo, withMargin(f.needed), (L+1)/2)
+		if to <= L-minStep || (to < L && to == c.lo) {
+			d := c.change(to, ReasonLowUtilization, now, c.demandDetail(&f))
+			c.descending = true
+			return d, f, true
+		}
+	}
+	return decision{}, f, false
+}
+
+// withMargin returns the count for a demand of needed: with the grow
+// band's margin, so that the next windows' noise neither grows nor shrinks
+// it again.
+func withMargin(needed int) int {
+	return needed + max(1, int(math.Ceil(growBand*float64(needed))))
+}
+
+func probeWhy(gone bool) string {
+	if gone {
+		return "the signs of the downstream limit are gone"
+	}
+	return "its hold is over"
+}
+
+// change records a change to to at now.
+func (c *controller) change(to int, reason string, now time.Time, detail string) decision {
+	c.limit = to
+	c.lastChange = now
+	c.limitedRun, c.lowRun = 0, 0
+	c.descending, c.ascending, c.goneRun = false, false, 0
+	return decision{to: to, reason: reason, detail: detail}
+}
+
+func (c *controller) excessDetail(f *figures) string {
+	return fmt.Sprintf("%.1f busy, the downstream serves %.1f at once (%.1f/s × no-load work time %v; work time %v, limiter %.2f, retry-after %.2f)",
+		f.busy, f.usable, f.throughput, round(c.noLoad), round(f.work), f.limiter, f.retryAfter)
+}
+
+func (c *controller) demandDetail(f *figures) string {
+	return fmt.Sprintf("needed %d (arrivals %.1f/s, work time %v), wait %v (objective %v), utilization %.2f, retries/adds %.2f",
+		f.needed, f.arrivals, round(f.work), round(f.wait), c.objective, f.utilization, f.retries)
+}
+
+// round shortens a duration for a log line.
+func round(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}

@@ -1,0 +1,240 @@
+package otelqueue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/utils/clock"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// EventWorkersChanged is the name of the span event an adaptive pool adds
+// to the "reconcile" span of the attempt whose end made it change its
+// limit, with the attributes AttrWorkersFrom, AttrWorkersTo and
+// AttrWorkersReason. A change made with no attempt ending (the pool's
+// ticker) has no event: its log line says the same.
+const EventWorkersChanged = "workers changed"
+
+// Attributes of EventWorkersChanged.
+const (
+	AttrWorkersFrom   = attribute.Key("workqueue.workers.from")
+	AttrWorkersTo     = attribute.Key("workqueue.workers.to")
+	AttrWorkersReason = attribute.Key("workqueue.workers.reason")
+)
+
+// pool is a queue's adaptive worker pool: it reads the queue's signals,
+// decides with its controller, and limits the queue with SetMaxInFlight. It
+// is attached to the queue's binding, where the observer finds it and
+// counts the signals, while it runs.
+type pool struct {
+	queue      string
+	interval   time.Duration
+	clock      clock.WithTicker
+	b          *binding
+	setLimit   func(int)
+	queueStats func() scheduler.Stats
+	logger     func() *slog.Logger
+
+	sig   signals
+	limit atomic.Int64
+	next  atomic.Int64 // no evaluation before this time (UnixNano)
+
+	mu    sync.Mutex
+	ctl   *controller
+	prev  snapshot
+	stats AdaptiveStats
+}
+
+// snapshot is a read of every cumulative signal.
+type snapshot struct {
+	at            time.Time
+	started, done uint64
+	workNs        int64
+	waits         [waitBuckets]uint64
+	q             scheduler.Stats
+	client        ClientStats
+}
+
+// newPool returns a pool for s between lo and hi, at start, not attached.
+func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWorkers, lo, hi, start int, logger func() *slog.Logger) *pool {
+	p := &pool{
+		queue: s.Name(), interval: a.Interval, clock: s.Clock(), b: b,
+		setLimit: s.SetMaxInFlight, queueStats: s.Stats, logger: logger,
+		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
+	}
+	p.limit.Store(int64(start))
+	p.stats = AdaptiveStats{Limit: start, Min: lo, Max: hi}
+	return p
+}
+
+// errPoolTaken is the error of a second pool on one queue.
+func errPoolTaken(queue string) error {
+	return fmt.Errorf("otelqueue: queue %q has an adaptive worker pool already (AdaptiveWorkers given to another Runner or Instrument): a queue has one, since it limits the whole queue", queue)
+}
+
+// attach makes p the pool of its queue and applies its limit; it fails when
+// the queue has one.
+func (p *pool) attach() error {
+	if !p.b.pool.CompareAndSwap(nil, p) {
+		return errPoolTaken(p.queue)
+	}
+	now := p.clock.Now()
+	p.mu.Lock()
+	p.setLimit(int(p.limit.Load()))
+	p.prev = p.snapshot(now, p.b.client.Load())
+	p.next.Store(now.Add(p.interval).UnixNano())
+	p.mu.Unlock()
+	return nil
+}
+
+// detach removes p from its queue and lifts its limit.
+func (p *pool) detach() {
+	if p.b.pool.CompareAndSwap(p, nil) {
+		p.setLimit(0)
+	}
+}
+
+// run evaluates every interval until one of the channels is closed.
+func (p *pool) run(stop, stop2 <-chan struct{}) {
+	t := p.clock.NewTicker(p.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-stop2:
+			return
+		case <-t.C():
+			p.evaluate(p.clock.Now(), nil)
+		}
+	}
+}
+
+// Stats returns the pool's state.
+func (p *pool) Stats() AdaptiveStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.stats
+	st.Limit = int(p.limit.Load())
+	return st
+}
+
+// snapshot reads the signals at now; client is the queue's client
+// instruments, if instrumented.
+func (p *pool) snapshot(now time.Time, client *clientInstruments) snapshot {
+	s := snapshot{
+		at:      now,
+		started: p.sig.started.Load(),
+		done:    p.sig.done.Load(),
+		workNs:  p.sig.workNs.Load(),
+		q:       p.queueStats(),
+	}
+	for i := range s.waits {
+		s.waits[i] = p.sig.waits[i].Load()
+	}
+	if client != nil {
+		s.client = client.stats()
+	}
+	return s
+}
+
+// window is what happened between two snapshots.
+func (p *pool) window(a, b *snapshot) window {
+	w := window{
+		dur:         b.at.Sub(a.at),
+		limit:       int(p.limit.Load()),
+		started:     b.started - a.started,
+		done:        b.done - a.done,
+		work:        time.Duration(b.workNs - a.workNs),
+		oldest:      b.q.OldestPending,
+		longest:     b.q.LongestRunning,
+		depth:       b.q.Depth,
+		depthBefore: a.q.Depth,
+		adds:        b.q.Adds - a.q.Adds,
+		retries:     b.q.Retries - a.q.Retries,
+
+		limiterWait:    b.client.RateLimiterWait - a.client.RateLimiterWait,
+		retryAfterWait: b.client.RetryAfterWait - a.client.RetryAfterWait,
+	}
+	w.busy = max(0, w.work+b.q.UnfinishedWork-a.q.UnfinishedWork)
+	var counts [waitBuckets]uint64
+	for i := range counts {
+		counts[i] = b.waits[i] - a.waits[i]
+	}
+	w.waitP90 = waitQuantile(&counts, 0.9)
+	return w
+}
+
+// evaluate decides, once an interval has passed since the last decision,
+// and applies the change if any; span, if recording, is the attempt whose
+// end called it, and gets an event for a change.
+func (p *pool) evaluate(now time.Time, span trace.Span) {
+	if now.UnixNano() < p.next.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.UnixNano() < p.next.Load() {
+		return
+	}
+	p.next.Store(now.Add(p.interval).UnixNano())
+	client := p.b.client.Load()
+	if client == nil {
+		return // not instrumented (any more): nothing to decide on
+	}
+	cur := p.snapshot(now, client)
+	w := p.window(&p.prev, &cur)
+	idle := w.started == 0 && w.done == 0 && cur.q.InFlight == 0 && cur.q.Depth == 0
+	if w.done < minSample && w.dur < maxWindowIntervals*p.interval && !idle {
+		return // too few reconciles to judge: extend the window
+	}
+	p.prev = cur
+	d, f, ok := p.ctl.decide(&w, now)
+	p.stats.Needed, p.stats.Ceiling = f.needed, p.ctl.ceiling
+	if !ok {
+		return
+	}
+	from := int(p.limit.Load())
+	if d.to != from {
+		p.limit.Store(int64(d.to))
+		p.setLimit(d.to)
+		p.stats.Changes++
+	}
+	p.stats.Reason, p.stats.Detail, p.stats.Changed = d.reason, d.detail, now
+	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", d.to, "reason", d.reason,
+		"detail", d.detail, "needed", f.needed, "busy", round2(f.busy), "usable", round2(f.usable),
+		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
+	if span != nil && span.IsRecording() {
+		span.AddEvent(EventWorkersChanged, trace.WithAttributes(
+			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(d.reason)))
+	}
+}
+
+// round2 rounds to two decimals for a log line.
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+// poolBounds returns the bounds and start of a pool from a and the workers
+// that take keys (0 when unknown), or why they cannot be used.
+func poolBounds(a AdaptiveWorkers, workers int) (lo, hi, start int, err error) {
+	lo, hi = a.Min, a.Max
+	if workers > 0 {
+		if workers < lo {
+			return 0, 0, 0, fmt.Errorf("otelqueue: AdaptiveWorkers.Min %d is above the %d workers that take keys (WithWorkers, controller-runtime's MaxConcurrentReconciles): raise the workers or lower Min", lo, workers)
+		}
+		hi = min(hi, workers)
+	}
+	start = a.Start
+	if start == 0 {
+		start = lo
+	}
+	return lo, hi, min(start, hi), nil
+}
+
+var errNotInstrumented = errors.New("is not instrumented: AdaptiveWorkers decides on the queue's measurements; call otelqueue.Instrument on it before Run (a no-op MeterProvider and TracerProvider will do)")

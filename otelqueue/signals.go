@@ -1,0 +1,91 @@
+package otelqueue
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
+
+// waitBuckets is the number of buckets of signals' wait histogram: bucket
+// 0 holds waits under 2^waitShift ns (262 µs), bucket i >= 1 the waits in
+// the upper or lower half (by the bit after the leading one) of
+// [2^e, 2^(e+1)) ns for e = waitShift + (i-1)/2: a quantile read from it is
+// within a factor 1.5. The last bucket holds everything beyond.
+const (
+	waitBuckets = 64
+	waitShift   = 18
+)
+
+// signals are what an adaptive pool decides on, counted by the queue's
+// observer for every attempt while a pool is attached: cumulative, so that
+// the pool reads the figures of an interval as the difference of two reads.
+type signals struct {
+	started atomic.Uint64
+	waits   [waitBuckets]atomic.Uint64
+	done    atomic.Uint64
+	workNs  atomic.Int64
+}
+
+// dequeued counts an attempt handed out after waiting wait.
+func (s *signals) dequeued(wait time.Duration) {
+	s.started.Add(1)
+	s.waits[waitBucket(wait)].Add(1)
+}
+
+// finished counts an attempt that ended after work.
+func (s *signals) finished(work time.Duration) {
+	s.done.Add(1)
+	s.workNs.Add(int64(work))
+}
+
+// waitBucket returns the bucket of a wait.
+func waitBucket(d time.Duration) int {
+	if d < 1<<waitShift {
+		return 0
+	}
+	e := bits.Len64(uint64(d)) - 1 // 2^e <= d < 2^(e+1)
+	i := 2*(e-waitShift) + 1
+	if uint64(d)>>(e-1)&1 == 1 {
+		i++ // d >= 1.5·2^e
+	}
+	return min(i, waitBuckets-1)
+}
+
+// waitBucketUpper returns the upper bound of bucket i.
+func waitBucketUpper(i int) time.Duration {
+	if i == 0 {
+		return 1 << waitShift
+	}
+	e := waitShift + (i-1)/2
+	if i%2 == 1 {
+		return time.Duration(3) << (e - 1) // 1.5·2^e
+	}
+	return time.Duration(1) << (e + 1)
+}
+
+// waitQuantile returns the upper bound of the bucket that holds the q-th
+// quantile of the counts (differences of two reads), 0 when they are empty.
+func waitQuantile(counts *[waitBuckets]uint64, q float64) time.Duration {
+	var total uint64
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := uint64(q * float64(total))
+	if rank >= total {
+		rank = total - 1
+	}
+	var seen uint64
+	for i, c := range counts {
+		seen += c
+		if seen > rank {
+			if i == 0 {
+				return 0 // under waitUnit: no wait to speak of
+			}
+			return waitBucketUpper(i)
+		}
+	}
+	return waitBucketUpper(waitBuckets - 1)
+}
