@@ -84,6 +84,8 @@ type startConfig struct {
 	// options returns the controller's Options; by default NewQueue set to
 	// the Controller's, and SkipNameValidation.
 	options func(mgr manager.Manager, otq *controllerruntime.Controller[reconcile.Request]) controller.Options
+	// queueOptions are added to the Controller's otelqueue options.
+	queueOptions []otelqueue.Option
 }
 
 type startOption func(*startConfig)
@@ -114,7 +116,7 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 		Logger:         funcr.New(run.logs.add, funcr.Options{}),
 		Controller:     sc.controller,
 	})
-	run.otq = controllerruntime.New(otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp))
+	run.otq = controllerruntime.New(append([]otelqueue.Option{otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp)}, sc.queueOptions...)...)
 	handler := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	err := builder.ControllerManagedBy(mgr).
 		Named(name).
