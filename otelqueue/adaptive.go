@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"go.opentelemetry.io/otel/attribute"
 	"time"
 )
 
@@ -123,6 +125,15 @@ const (
 	// from this queue's concurrency; the ceiling is lifted.
 	ReasonSlowerForAll = "slower-for-all"
 )
+
+// reasons are the Reason constants, for the attribute sets of
+// MetricWorkersChanges.
+var reasons = []string{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
+	ReasonServerThrottling, ReasonLatencyGradient, ReasonProbe, ReasonSlowerForAll}
+
+// AttrReason is the attribute of MetricWorkersChanges that holds the reason
+// of the changes.
+const AttrReason = attribute.Key("reason")
 
 // AdaptiveStats is the state of a queue's adaptive pool.
 type AdaptiveStats struct {

@@ -84,19 +84,27 @@ func (r *runnerShare) release() {
 type runnerAttrs struct {
 	queue     metric.ObserveOption
 	byOutcome [numOutcomes]metric.ObserveOption
+	byReason  map[string]metric.ObserveOption // read only once made
 }
 
 func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
-	a := &runnerAttrs{queue: metric.WithAttributeSet(queue)}
+	a := &runnerAttrs{queue: metric.WithAttributeSet(queue), byReason: make(map[string]metric.ObserveOption, len(reasons))}
 	for o, attr := range outcomeAttrs {
 		a.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), attr)...))
+	}
+	for _, r := range reasons {
+		a.byReason[r] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), AttrReason.String(r))...))
 	}
 	return a
 }
 
 // observe reports the Runners' numbers, once the scheduler has had a
-// Runner, and returns the worker count of those not stopped.
+// Runner, and the adaptive pool's changes, and returns the worker count:
+// the pool's limit, or the sum of the Runners not stopped.
 func (b *binding) observe(o metric.Observer, in *instruments, a *runnerAttrs) int64 {
+	if p := b.pool.Load(); p != nil {
+		p.observeChanges(o, in.workersChanges, a.byReason)
+	}
 	if !b.hasRunner.Load() {
 		if p := b.pool.Load(); p != nil {
 			return p.limit.Load()

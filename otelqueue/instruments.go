@@ -46,9 +46,14 @@ const (
 	MetricActiveWorkers = "workqueue.active_workers"
 	// MetricWorkers: the configured number of workers of the queue: the
 	// Runner's, or WithWorkers's without a Runner (controller-runtime's
-	// MaxConcurrentReconciles through package controllerruntime). Reported
-	// only when known. workqueue_workers.
+	// MaxConcurrentReconciles through package controllerruntime); with
+	// AdaptiveWorkers, the pool's current limit. Reported only when known.
+	// workqueue_workers.
 	MetricWorkers = "workqueue.workers"
+	// MetricWorkersChanges: changes of an adaptive pool's limit, by
+	// "reason" (the Reason constants). Reported while the queue has a pool.
+	// workqueue_workers_changes_total.
+	MetricWorkersChanges = "workqueue.workers.changes"
 	// MetricReconcileResults: reconciles run by a Runner, by "result"
 	// (success, error, requeue, requeue_after, panic).
 	// workqueue_reconcile_results_total.
@@ -123,6 +128,7 @@ type instruments struct {
 	coalesced      metric.Int64ObservableCounter
 	activeWorkers  metric.Int64ObservableUpDownCounter
 	workers        metric.Int64ObservableGauge
+	workersChanges metric.Int64ObservableCounter
 	results        metric.Int64ObservableCounter
 
 	clientLimiter    metric.Float64Histogram
@@ -212,12 +218,13 @@ func newInstruments(c *config) *instruments {
 	in.coalesced = counter(MetricCoalesced, "{item}", "Total number of adds merged into a key that was already pending.")
 	in.activeWorkers = upDown(MetricActiveWorkers, "{worker}", "Current number of workers processing a key.")
 	in.workers, err = m.Int64ObservableGauge(MetricWorkers, metric.WithUnit("{worker}"),
-		metric.WithDescription("Configured number of workers of the queue, as controller-runtime's max_concurrent_reconciles."))
+		metric.WithDescription("Configured number of workers of the queue, as controller-runtime's max_concurrent_reconciles, or an adaptive pool's current limit."))
 	if err != nil {
 		handle(err)
 		in.workers, _ = nm.Int64ObservableGauge(MetricWorkers)
 	}
 	in.results = counter(MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
+	in.workersChanges = counter(MetricWorkersChanges, "{change}", "Total number of changes of an adaptive worker pool's limit, by reason.")
 
 	histogram := func(name, desc string) metric.Float64Histogram {
 		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
@@ -240,7 +247,7 @@ func newInstruments(c *config) *instruments {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.depth, in.adds, in.retries, in.unfinished, in.longestRunning,
-		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.results,
+		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.workersChanges, in.results,
 		in.clientRequests, in.clientThrottled,
 	}
 }

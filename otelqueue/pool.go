@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
@@ -46,10 +47,11 @@ type pool struct {
 	limit atomic.Int64
 	next  atomic.Int64 // no evaluation before this time (UnixNano)
 
-	mu    sync.Mutex
-	ctl   *controller
-	prev  snapshot
-	stats AdaptiveStats
+	mu      sync.Mutex
+	ctl     *controller
+	prev    snapshot
+	stats   AdaptiveStats
+	changes map[string]uint64 // by reason
 }
 
 // snapshot is a read of every cumulative signal.
@@ -124,6 +126,18 @@ func (p *pool) Stats() AdaptiveStats {
 	st := p.stats
 	st.Limit = int(p.limit.Load())
 	return st
+}
+
+// observeChanges reports the changes by reason; byReason holds the
+// attribute sets of the reasons.
+func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter, byReason map[string]metric.ObserveOption) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for reason, n := range p.changes {
+		if opt, ok := byReason[reason]; ok {
+			o.ObserveInt64(c, int64(n), opt)
+		}
+	}
 }
 
 // snapshot reads the signals at now; client is the queue's client
@@ -206,6 +220,10 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		p.limit.Store(int64(d.to))
 		p.setLimit(d.to)
 		p.stats.Changes++
+		if p.changes == nil {
+			p.changes = make(map[string]uint64)
+		}
+		p.changes[d.reason]++
 	}
 	p.stats.Reason, p.stats.Detail, p.stats.Changed = d.reason, d.detail, now
 	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", d.to, "reason", d.reason,
