@@ -40,8 +40,9 @@ const (
 type AdaptiveWorkers struct {
 	// Min and Max bound the count: 1 <= Min <= Max.
 	Min, Max int
-	// Start is the count to start with, within [Min, Max]: the Runner's
-	// worker count for NewRunner, Min for Instrument when 0.
+	// Start is the count to start with, within [Min, Max], for Instrument
+	// (Min when 0). A Runner starts at its worker count: leave Start 0, or
+	// equal to it.
 	Start int
 	// Interval is the time between decisions (DefaultAdaptiveInterval).
 	// A change waits at least two intervals after the previous one.

@@ -137,6 +137,9 @@ func NewRunner[K comparable](queue *scheduler.Scheduler[K], workers int, reconci
 	if a := c.adaptive; a != nil && workers >= 1 && a.Min >= 1 && a.Max >= a.Min && (workers < a.Min || workers > a.Max) {
 		errs = append(errs, fmt.Errorf("otelqueue: NewRunner's %d workers, the adaptive pool's starting count, are outside AdaptiveWorkers' [Min, Max] = [%d, %d]", workers, a.Min, a.Max))
 	}
+	if a := c.adaptive; a != nil && a.Start != 0 && a.Start != workers {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Start %d differs from NewRunner's %d workers, which are the pool's starting count: leave Start 0 for a Runner", a.Start, workers))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
