@@ -182,7 +182,10 @@ func (r *Runner[K]) Stats() RunnerStats {
 // after a graceful stop, and also when the queue is shut down under it.
 //
 // A Runner runs once: Run fails when it was called before (concurrently or
-// not), when the queue is already shut down, and when ctx is nil.
+// not), when the queue is already shut down, and when ctx is nil. With
+// AdaptiveWorkers it also fails, and may be called again once that is
+// fixed, when the queue is not instrumented or has an adaptive pool
+// already.
 //
 // A reconcile that returns an error or panics is logged, as
 // controller-runtime does, as an error "Reconciler error" with the queue,
@@ -200,6 +203,20 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return errors.New("otelqueue: Run was called more than once: a Runner runs once (it shuts its queue down when it stops); make a new queue and a new Runner to run again")
 	}
+	var p *pool
+	if a := r.adaptive; a != nil {
+		var err error
+		if p, err = r.startPool(*a); err != nil {
+			// Nothing started: Run may be called again once the cause is
+			// fixed (the queue instrumented, the other pool gone).
+			r.started.Store(false)
+			return err
+		}
+		defer func() {
+			p.detach()
+			r.pool.Store(nil)
+		}()
+	}
 	defer r.share.release()
 	if r.queue.ShuttingDown() {
 		return fmt.Errorf("otelqueue: Run on queue %q, which is already shut down and hands out no more keys: make a new queue and a new Runner", r.queue.Name())
@@ -210,16 +227,8 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	}
 	goroutines := r.workers
 	var wg sync.WaitGroup
-	if a := r.adaptive; a != nil {
-		p, err := r.startPool(*a)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			p.detach()
-			r.pool.Store(nil)
-		}()
-		goroutines = a.Max
+	if p != nil {
+		goroutines = r.adaptive.Max
 		wg.Go(func() { p.run(ctx.Done(), nil) })
 	}
 	for range goroutines {
