@@ -156,6 +156,7 @@ type model struct {
 	keys                     [modelKeys]mEntry
 	failures                 [modelKeys]int
 	runs, dones              int
+	limit                    int // SetMaxInFlight; 0: none
 	log                      []string
 }
 
@@ -292,6 +293,15 @@ func (r *modelRun) step(op, arg byte) {
 		}
 		r.done(k)
 	case 9:
+		if sub >= 48 {
+			// A quarter of these: the in-flight limit an adaptive pool
+			// sets, 0 (none) to 3.
+			n := (sub - 48) % 4
+			m.logf("SetMaxInFlight(%d)", n)
+			s.SetMaxInFlight(n)
+			m.limit = n
+			return
+		}
 		m.logf("Forget(%d)", k)
 		s.Forget(k)
 		m.failures[k] = 0
@@ -363,6 +373,9 @@ func (r *modelRun) got(key int, it *Item[int], ctx context.Context) {
 	}
 	if m.shutdown && m.stopOnShutdown {
 		r.fatalf("key %d handed out after ShutDown with StopOnShutDown", key)
+	}
+	if m.limit > 0 && m.inFlight() >= m.limit {
+		r.fatalf("key %d handed out with %d in flight, at the limit %d", key, m.inFlight(), m.limit)
 	}
 	if !e.ready() {
 		r.fatalf("key %d handed out, but the model has it pending %v, delayed %v (ready at t0+%v)", key, e.pending, e.delayed, time.Duration(e.readyAt))
@@ -620,6 +633,9 @@ func (m *model) handsOut() int {
 	if m.shutdown && m.stopOnShutdown {
 		return 0
 	}
+	if m.limit > 0 && m.inFlight() >= m.limit {
+		return 0 // the keys wait for a Done
+	}
 	return m.readyCount()
 }
 
@@ -648,6 +664,9 @@ func (r *modelRun) check() {
 	r.t.Helper()
 	s, m := r.s, &r.m
 	// Len promotes the keys whose time has come, like the delay loop.
+	if n := s.MaxInFlight(); n != m.limit {
+		r.fatalf("MaxInFlight() = %d, model %d", n, m.limit)
+	}
 	if n, want := s.Len(), m.readyCount(); n != want {
 		r.fatalf("Len = %d, model has %d ready", n, want)
 	}
