@@ -72,6 +72,9 @@ vet:
 # The tests on a real control plane are test-apiserver's.
 unit:
 	@for m in $(MODULES); do echo "== go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -skip '^TestAPIServer' ./...) || exit 1; done
+	@echo "== go test -race with an adaptive worker pool on every Runner and controller-runtime queue of the tests (OTELQUEUE_TEST_ADAPTIVE=1)"
+	@OTELQUEUE_TEST_ADAPTIVE=1 $(GO) test -race -count=1 ./otelqueue/ && \
+	(cd controllerruntime && OTELQUEUE_TEST_ADAPTIVE=1 $(GO) test -race -count=1 -skip '^TestAPIServer' .)
 
 controlplane:
 	@$(CONTROLPLANE)

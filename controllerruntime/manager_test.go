@@ -9,6 +9,7 @@ package controllerruntime_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -116,7 +117,14 @@ func startController(t *testing.T, tel *telemetry, name string, r reconcile.Reco
 		Logger:         funcr.New(run.logs.add, funcr.Options{}),
 		Controller:     sc.controller,
 	})
-	run.otq = controllerruntime.New(append([]otelqueue.Option{otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp)}, sc.queueOptions...)...)
+	qopts := append([]otelqueue.Option{otelqueue.WithTracerProvider(tel.tp), otelqueue.WithMeterProvider(tel.mp)}, sc.queueOptions...)
+	if os.Getenv("OTELQUEUE_TEST_ADAPTIVE") != "" && len(sc.queueOptions) == 0 {
+		// make test runs the package once so: an adaptive pool that never
+		// decides (its interval is a day), whose limit is the ceiling,
+		// MaxConcurrentReconciles, gates controller-runtime's goroutines.
+		qopts = append(qopts, otelqueue.AdaptiveWorkers{Min: 1, Max: 1 << 10, Start: 1 << 10, Interval: 24 * time.Hour})
+	}
+	run.otq = controllerruntime.New(qopts...)
 	handler := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
 	err := builder.ControllerManagedBy(mgr).
 		Named(name).

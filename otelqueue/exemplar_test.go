@@ -73,7 +73,7 @@ func TestExemplarsRunner(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	spans := make(chan trace.SpanContext, 1)
 	release := make(chan struct{})
-	r, err := otelqueue.NewRunner(e.q, 1, func(ctx context.Context, _ string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(ctx context.Context, _ string) (otelqueue.Result, error) {
 		spans <- trace.SpanContextFromContext(ctx)
 		<-release
 		return otelqueue.Result{}, nil

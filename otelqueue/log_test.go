@@ -75,7 +75,7 @@ func (h *logRecords) all() []logRecord {
 func TestRunnerLogsErrors(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	logs := new(logRecords)
-	r, err := otelqueue.NewRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
 		if key == "panic" {
 			panic("kaboom")
 		}
@@ -138,7 +138,7 @@ func TestRunnerLogRateLimit(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	logs := new(logRecords)
 	var attempts sync.Map
-	r, err := otelqueue.NewRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
 		if _, again := attempts.LoadOrStore(key, true); again {
 			return otelqueue.Result{}, nil // the retry succeeds
 		}
@@ -205,7 +205,7 @@ func TestRunnerLogRateLimitOptions(t *testing.T) {
 		t.Run(fmt.Sprintf("%d per %v", tc.burst, tc.interval), func(t *testing.T) {
 			e := newEnv(t, envConfig{})
 			logs := new(logRecords)
-			r, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
+			r, err := newRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
 				return otelqueue.Result{}, errors.New("boom")
 			}, otelqueue.WithLogger(slog.New(logs)), otelqueue.WithLogRateLimit(tc.burst, tc.interval), otelqueue.WithRunnerClock(e.clock))
 			if err != nil {
@@ -230,7 +230,7 @@ func TestRunnerLogRateLimitOptions(t *testing.T) {
 		{otelqueue.WithLogRateLimit(1, -time.Second), "interval of 0 (no limit) or more, got -1s"},
 		{otelqueue.WithRunnerClock(nil), "WithRunnerClock needs a clock, got nil"},
 	} {
-		r, err := otelqueue.NewRunner(q, 1, okReconcile, tc.opt)
+		r, err := newRunner(q, 1, okReconcile, tc.opt)
 		if r != nil {
 			t.Errorf("NewRunner with an invalid option returned a Runner")
 		}
@@ -246,7 +246,7 @@ func TestLoggerFromContext(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	logs := new(logRecords)
 	done := make(chan string, 1) // the child span's id
-	r, err := otelqueue.NewRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
 		otelqueue.LoggerFromContext(ctx).Info("reconciling", "key", key)
 		ctx, span := e.tp.Tracer("test/reconciler").Start(ctx, "child")
 		otelqueue.LoggerFromContext(ctx).Info("in the child span")

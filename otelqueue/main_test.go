@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -360,3 +361,15 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 
 // outcomeCounts is the type of RunnerStats.Outcomes, for literals.
 type outcomeCounts = [len(otelqueue.RunnerStats{}.Outcomes)]uint64
+
+// newRunner is otelqueue.NewRunner for the tests. With OTELQUEUE_TEST_ADAPTIVE
+// set (make test runs the package once so), a Runner of an instrumented
+// queue also gets an adaptive pool that never decides (its interval is a
+// day): Max twice its workers, its limit its worker count. The tests then
+// hold the Runner's contract with its goroutines gated by the pool.
+func newRunner[K comparable](q *scheduler.Scheduler[K], workers int, reconcile otelqueue.ReconcileFunc[K], opts ...otelqueue.RunnerOption) (*otelqueue.Runner[K], error) {
+	if os.Getenv("OTELQUEUE_TEST_ADAPTIVE") != "" && q != nil && q.Observer() != nil && workers >= 1 {
+		opts = append(opts, otelqueue.AdaptiveWorkers{Min: 1, Max: 2 * workers, Interval: 24 * time.Hour})
+	}
+	return otelqueue.NewRunner(q, workers, reconcile, opts...)
+}

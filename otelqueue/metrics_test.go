@@ -213,7 +213,7 @@ func TestMetricsExplicitBuckets(t *testing.T) {
 // included, and that the name attribute stays the queue's name.
 func TestMetricsControllerName(t *testing.T) {
 	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithControllerName("order-reconciler")}})
-	r, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
 		return otelqueue.Result{}, nil
 	})
 	if err != nil {
@@ -238,7 +238,7 @@ func TestMetricsRunner(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	hold := make(chan struct{})
 	started := make(chan string, 10)
-	r, err := otelqueue.NewRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
 		started <- key
 		switch key {
 		case "hold":

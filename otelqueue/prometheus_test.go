@@ -236,7 +236,7 @@ func TestPrometheusBridge(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newEnv(t, envConfig{reader: exp})
-			runner, err := otelqueue.NewRunner(e.q, 1, okReconcile)
+			runner, err := newRunner(e.q, 1, okReconcile)
 			if err != nil {
 				t.Fatal(err)
 			}

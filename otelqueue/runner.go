@@ -229,7 +229,7 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if p != nil {
 		goroutines = r.adaptive.Max
-		wg.Go(func() { p.run(ctx.Done(), nil) })
+		wg.Go(func() { p.run(ctx.Done(), r.queue.ShutDownCh()) }) // stops with the workers
 	}
 	for range goroutines {
 		r.startWorker(wctx, &wg)

@@ -44,7 +44,7 @@ func TestRunnerRunContract(t *testing.T) {
 	t.Run("twice", func(t *testing.T) {
 		e := newEnv(t, envConfig{})
 		reconciled := make(chan string, 10)
-		r, err := otelqueue.NewRunner(e.q, 2, func(_ context.Context, key string) (otelqueue.Result, error) {
+		r, err := newRunner(e.q, 2, func(_ context.Context, key string) (otelqueue.Result, error) {
 			reconciled <- key
 			return otelqueue.Result{}, nil
 		})
@@ -80,7 +80,7 @@ func TestRunnerRunContract(t *testing.T) {
 
 	t.Run("queue shut down", func(t *testing.T) {
 		e := newEnv(t, envConfig{})
-		r, err := otelqueue.NewRunner(e.q, 1, okReconcile)
+		r, err := newRunner(e.q, 1, okReconcile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			var r *otelqueue.Runner[string]
 			newRunner := func() {
 				var err error
-				if r, err = otelqueue.NewRunner(q, 2, okReconcile); err != nil {
+				if r, err = newRunner(q, 2, okReconcile); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -224,7 +224,7 @@ func TestRunnerGoexit(t *testing.T) {
 	var once sync.Once
 	running := make(chan string, 10)
 	release := make(chan struct{})
-	r, err := otelqueue.NewRunner(e.q, workers, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, workers, func(_ context.Context, key string) (otelqueue.Result, error) {
 		if key == "exit" {
 			once.Do(runtime.Goexit)
 			return otelqueue.Result{}, nil

@@ -35,7 +35,7 @@ func TestNewRunnerValidation(t *testing.T) {
 		{"everything wrong", nil, 0, nil, []string{"needs a scheduler", "at least 1 worker, got 0", "needs a reconcile function"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := otelqueue.NewRunner(tc.queue, tc.workers, tc.reconcile)
+			r, err := newRunner(tc.queue, tc.workers, tc.reconcile)
 			if err == nil || r != nil {
 				t.Fatalf("NewRunner = %v, %v; want an error", r, err)
 			}
@@ -49,7 +49,7 @@ func TestNewRunnerValidation(t *testing.T) {
 			}
 		})
 	}
-	if r, err := otelqueue.NewRunner(q, 1, okReconcile); err != nil || r == nil {
+	if r, err := newRunner(q, 1, okReconcile); err != nil || r == nil {
 		t.Errorf("NewRunner on an uninstrumented queue = %v, %v; want a Runner", r, err)
 	}
 }
@@ -62,7 +62,7 @@ func TestRunnerConcurrency(t *testing.T) {
 	var running, most atomic.Int32
 	started := make(chan string, 10)
 	release := make(chan struct{})
-	r, err := otelqueue.NewRunner(e.q, workers, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, workers, func(_ context.Context, key string) (otelqueue.Result, error) {
 		n := running.Add(1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
@@ -111,7 +111,7 @@ func TestRunnerSameKeyNeverConcurrent(t *testing.T) {
 	started := make(chan struct{}, 10)
 	release := make(chan struct{}, 10)
 	var running, calls atomic.Int32
-	r, err := otelqueue.NewRunner(e.q, 4, func(context.Context, string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 4, func(context.Context, string) (otelqueue.Result, error) {
 		if running.Add(1) > 1 {
 			t.Error("the same key is reconciled twice at once")
 		}
@@ -153,7 +153,7 @@ func TestRunnerResults(t *testing.T) {
 		e := newEnv(t, envConfig{})
 		calls := make(chan int, 10)
 		var n atomic.Int32
-		r, err := otelqueue.NewRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
+		r, err := newRunner(e.q, 1, func(context.Context, string) (otelqueue.Result, error) {
 			i := int(n.Add(1))
 			calls <- i
 			if i <= len(outcomes) {
@@ -263,7 +263,7 @@ func TestRunnerPanic(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	var panics atomic.Int32
 	done := make(chan string, 10)
-	r, err := otelqueue.NewRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(_ context.Context, key string) (otelqueue.Result, error) {
 		if key == "bad" && panics.Add(1) <= 2 {
 			panic("bad key")
 		}
@@ -303,7 +303,7 @@ func TestRunnerShutdown(t *testing.T) {
 	cancelled := make(chan struct{})
 	release := make(chan struct{})
 	var calls atomic.Int32
-	r, err := otelqueue.NewRunner(e.q, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 2, func(ctx context.Context, key string) (otelqueue.Result, error) {
 		calls.Add(1)
 		close(inReconcile)
 		<-ctx.Done()
@@ -350,7 +350,7 @@ func TestRunnerShutdown(t *testing.T) {
 func TestRunnerStopsWhenQueueShutsDown(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	running := make(chan struct{}, 1)
-	r, err := otelqueue.NewRunner(e.q, 3, func(context.Context, string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 3, func(context.Context, string) (otelqueue.Result, error) {
 		running <- struct{}{}
 		return otelqueue.Result{}, nil
 	})

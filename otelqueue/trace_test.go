@@ -312,7 +312,7 @@ func TestTraceCoalescedLinks(t *testing.T) {
 func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	var calls atomic.Int32
-	r, err := otelqueue.NewRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
 		if calls.Add(1) == 1 {
 			return otelqueue.Result{}, errors.New("boom")
 		}
@@ -414,7 +414,7 @@ func runRunner[K comparable](t testing.TB, r *otelqueue.Runner[K]) (stop func())
 func TestTracePanic(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	var calls atomic.Int32
-	r, err := otelqueue.NewRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
 		if calls.Add(1) == 1 {
 			panic("kaboom")
 		}

@@ -44,7 +44,7 @@ func TestMetricsWorkers(t *testing.T) {
 	})
 	t.Run("Runner wins", func(t *testing.T) {
 		e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithWorkers(8)}})
-		r, err := otelqueue.NewRunner(e.q, 3, okReconcile)
+		r, err := newRunner(e.q, 3, okReconcile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestRunnerBusy(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	started := make(chan string, 2)
 	release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
-	r, err := otelqueue.NewRunner(e.q, 2, func(_ context.Context, key string) (otelqueue.Result, error) {
+	r, err := newRunner(e.q, 2, func(_ context.Context, key string) (otelqueue.Result, error) {
 		started <- key
 		<-release[key]
 		return otelqueue.Result{}, nil
