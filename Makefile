@@ -89,6 +89,8 @@ test-apiserver:
 	export KUBEBUILDER_ASSETS="$$assets" OTELQUEUE_REQUIRE_APISERVER=1; \
 	echo "== go test -race -run '^TestAPIServer' (controllerruntime, KUBEBUILDER_ASSETS=$$assets)"; \
 	(cd controllerruntime && $(GO) test -race -count=1 -run '^TestAPIServer' ./...) || exit 1; \
+	echo "== the same with an adaptive worker pool on every controller-runtime queue (OTELQUEUE_TEST_ADAPTIVE=1)"; \
+	(cd controllerruntime && OTELQUEUE_TEST_ADAPTIVE=1 $(GO) test -race -count=1 -run '^TestAPIServer' .) || exit 1; \
 	echo "== go test -race (e2e/apiserver)"; \
 	mkdir -p e2e/.results && cd e2e && \
 	OTELQUEUE_E2E_REPORT=$(CURDIR)/e2e/.results/apiserver.md $(GO) test -race -count=1 -timeout $(APISERVER_TIMEOUT) ./apiserver/... && \
