@@ -240,7 +240,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	if c.descending && recent {
 		low = withMargin(f.needed) < L
 	}
-	if !f.sample || !low || f.wait > c.objective {
+	// Few or no reconciles is low demand too: the sample matters for the
+	// downstream's estimate, not for an idle queue.
+	if !low || f.wait > c.objective {
 		c.lowRun = 0
 	} else {
 		c.lowRun++
@@ -340,11 +342,13 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// Shrink when the demand needs well under the limit, twice in a row.
 	if c.lowRun >= 2 && L > c.lo {
 		// To the demand's count with the grow band's margin, so that the
-		// next window's noise neither grows nor shrinks it again.
-		// A step of one or two is the estimate's noise, not a change of
-		// the load.
-		to := max(c.lo, withMargin(f.needed), (L+1)/2)
-		if to <= L-minStep || (to < L && to == c.lo) {
+		// next window's noise neither grows nor shrinks it again, at most
+		// halving. A step of one is the estimate's noise, not a change of
+		// the load, unless it goes to Min or the demand is under half the
+		// limit (the halving is what makes the step small).
+		target := max(c.lo, withMargin(f.needed))
+		to := max(target, (L+1)/2)
+		if to < L && (to <= L-minStep || to == c.lo || 2*target <= L) {
 			d := c.change(to, ReasonLowUtilization, now, c.demandDetail(&f))
 			c.descending = true
 			return d, f, true
@@ -356,7 +360,12 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 // withMargin returns the count for a demand of needed: with the grow
 // band's margin, so that the next windows' noise neither grows nor shrinks
 // it again.
+// A demand of one worker or none needs no margin: one worker is Min's
+// floor, and the grow band still keeps it from growing on noise.
 func withMargin(needed int) int {
+	if needed <= 1 {
+		return 1
+	}
 	return needed + max(1, int(math.Ceil(growBand*float64(needed))))
 }
 

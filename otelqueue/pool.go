@@ -230,7 +230,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		"detail", d.detail, "needed", f.needed, "busy", round2(f.busy), "usable", round2(f.usable),
 		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
 	if span != nil && span.IsRecording() {
-		span.AddEvent(EventWorkersChanged, trace.WithAttributes(
+		span.AddEvent(EventWorkersChanged, trace.WithTimestamp(now), trace.WithAttributes(
 			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(d.reason)))
 	}
 }

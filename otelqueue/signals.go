@@ -1,6 +1,7 @@
 package otelqueue
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,8 @@ func waitQuantile(counts *[waitBuckets]uint64, q float64) time.Duration {
 	if total == 0 {
 		return 0
 	}
-	rank := uint64(q * float64(total))
+	// Nearest rank, as histogram_quantile: the ⌈q·total⌉-th wait.
+	rank := uint64(max(1, math.Ceil(q*float64(total)))) - 1
 	if rank >= total {
 		rank = total - 1
 	}
