@@ -145,8 +145,9 @@ type AdaptiveStats struct {
 	// Needed is the count the last decision found the demand needs, before
 	// the bounds and the ceiling; 0 before the first.
 	Needed int
-	// Ceiling is the count a downstream limit holds the pool under, 0 when
-	// none.
+	// Ceiling is the count a downstream limit holds the pool at or under,
+	// 0 when none. The pool comes down to it by halves, so Limit may be
+	// above it for an interval or two after it is set.
 	Ceiling int
 	// Changes counts the changes of Limit; Reason is the last one's (one of
 	// the Reason constants) and Detail the figures that decided it, as in

@@ -103,6 +103,7 @@ type figures struct {
 	retryAfter  float64       // Retry-After wait's share
 	retries     float64       // retries over adds
 	sample      bool          // enough reconciles finished to trust usable
+	gradient    bool          // the base is above the no-load time with more busy than it was measured at
 }
 
 // decision is a change of the limit.
@@ -121,7 +122,9 @@ type controller struct {
 
 	limit        int
 	smoothBase   time.Duration // exponentially weighted base work time; 0 before a sample
+	smoothBusy   float64       // and busy workers
 	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
+	noLoadBusy   float64       // smoothBusy when noLoad was measured
 	ceiling      int           // 0: none
 	ceilingSeen  bool          // the signs of the limit were seen at the ceiling
 	descending   bool          // the last change was a shrink for low utilization
@@ -169,17 +172,28 @@ func (c *controller) figures(w *window) figures {
 		f.sample = w.done >= minSample
 		if f.sample {
 			if c.smoothBase == 0 {
-				c.smoothBase = f.base
+				c.smoothBase, c.smoothBusy = f.base, f.busy
 			} else {
 				c.smoothBase += time.Duration(baseSmoothing * float64(f.base-c.smoothBase))
+				c.smoothBusy += baseSmoothing * (f.busy - c.smoothBusy)
 			}
 			if c.noLoad == 0 || c.smoothBase < c.noLoad {
-				c.noLoad = c.smoothBase
+				c.noLoad, c.noLoadBusy = c.smoothBase, c.smoothBusy
 			}
 		}
 		f.noLoad = c.noLoad
+		// A latency gradient is work that takes longer with more of it at
+		// once: the no-load time counts only with at least one more busy
+		// worker than when it was measured. Otherwise the work itself
+		// changed (an initial list of reconciles with nothing to do, then
+		// real ones), not the concurrency.
+		f.gradient = f.busy >= c.noLoadBusy+1 && c.noLoad < f.base
 		if f.sample {
-			f.usable = f.throughput * min(c.noLoad, f.base).Seconds()
+			ref := f.base
+			if f.gradient {
+				ref = c.noLoad
+			}
+			f.usable = f.throughput * ref.Seconds()
 		}
 	}
 	// The demand: the keys that arrive and those waiting, each for the
@@ -201,7 +215,7 @@ func (c *controller) figures(w *window) figures {
 // the base work time over the no-load one (a latency gradient).
 func (c *controller) limitClass(f *figures) string {
 	gradient := 0.0
-	if f.work > 0 && f.base > c.noLoad {
+	if f.work > 0 && f.gradient {
 		gradient = float64(f.base-c.noLoad) / float64(f.work)
 	}
 	switch {
@@ -285,7 +299,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 		c.verifying = false
 		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) {
 			old := c.noLoad
-			c.noLoad, c.ceiling, c.hold = f.base, 0, initialHold
+			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.busy, 0, initialHold
 			return c.change(L, ReasonSlowerForAll, now,
 				fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), L, round(c.baseBefore), round(old), round(f.base))), f, true
 		}

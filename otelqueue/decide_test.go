@@ -701,3 +701,44 @@ func FuzzDecide(f *testing.F) {
 		randomWalk(t, seed, l, l+int(span%64), 500)
 	})
 }
+
+// TestDecideWorkChangeIsNoGradient: the work itself gets slower at the same
+// concurrency (an initial list of reconciles with nothing to do, 2.6ms
+// each, then real ones of 57ms, 1.2 busy workers both times): the no-load
+// time is not the real work's, and the pool must not shrink for a latency
+// gradient; with more busy workers than the fast work had, the same
+// slowdown is one.
+func TestDecideWorkChangeIsNoGradient(t *testing.T) {
+	r := newCtlRun(t, 1, 32, 4)
+	fast := load{done: 460, work: 2600 * time.Microsecond, busy: 1.2}
+	slow := load{done: 21, work: 57 * time.Millisecond, busy: 1.2}
+	r.none(fast, 3, "a steady light load")
+	for range 8 {
+		if d, f, ok := r.feed(slow); ok && (d.reason == ReasonLatencyGradient || d.to < r.c.lo) {
+			t.Fatalf("window %d: %s to %d with the work slower at the same concurrency (figures %+v)", r.n, d.reason, d.to, f)
+		} else if f.gradient || f.usable < 1 {
+			t.Fatalf("window %d: gradient %v, usable %.2f; want no gradient, usable the busy workers", r.n, f.gradient, f.usable)
+		}
+	}
+
+	r = newCtlRun(t, 1, 32, 16)
+	for range 3 {
+		r.feed(fast) // may shrink the limit for low utilization
+	}
+	// Every worker busy now, each reconcile 57ms.
+	L := r.c.limit
+	crowded := load{done: L * 1000 / 57, work: 57 * time.Millisecond, busy: float64(L)}
+	var (
+		d  decision
+		f  figures
+		ok bool
+	)
+	for range 3 { // two limited windows, two intervals after the last change
+		if d, f, ok = r.feed(crowded); ok {
+			break
+		}
+	}
+	if !ok || d.reason != ReasonLatencyGradient || !f.gradient || d.to >= L {
+		t.Fatalf("with %d busy against 1.2 when fast: decision %+v, %v (figures %+v); want a shrink for a latency gradient", L, d, ok, f)
+	}
+}

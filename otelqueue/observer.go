@@ -213,7 +213,11 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 	if p := o.b.pool.Load(); p != nil {
 		// Before the spans end: a change this attempt's end decides is an
 		// event of its "reconcile" span.
-		p.sig.finished(ended.Sub(started))
+		var t clientwork.Totals
+		if a != nil {
+			t = a.work.Totals()
+		}
+		p.sig.finished(ended.Sub(started), t.LimiterWait, t.RetryAfterWait)
 		var span trace.Span
 		if a != nil && a.root != nil {
 			span = trace.SpanFromContext(ctx)

@@ -59,9 +59,10 @@ type snapshot struct {
 	at            time.Time
 	started, done uint64
 	workNs        int64
+	limiterNs     int64
+	retryAfterNs  int64
 	waits         [waitBuckets]uint64
 	q             scheduler.Stats
-	client        ClientStats
 }
 
 // newPool returns a pool for s between lo and hi, at start, not attached.
@@ -90,7 +91,7 @@ func (p *pool) attach() error {
 	now := p.clock.Now()
 	p.mu.Lock()
 	p.setLimit(int(p.limit.Load()))
-	p.prev = p.snapshot(now, p.b.client.Load())
+	p.prev = p.snapshot(now)
 	p.next.Store(now.Add(p.interval).UnixNano())
 	p.mu.Unlock()
 	return nil
@@ -140,21 +141,19 @@ func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter
 	}
 }
 
-// snapshot reads the signals at now; client is the queue's client
-// instruments, if instrumented.
-func (p *pool) snapshot(now time.Time, client *clientInstruments) snapshot {
+// snapshot reads the signals at now.
+func (p *pool) snapshot(now time.Time) snapshot {
 	s := snapshot{
-		at:      now,
-		started: p.sig.started.Load(),
-		done:    p.sig.done.Load(),
-		workNs:  p.sig.workNs.Load(),
-		q:       p.queueStats(),
+		at:           now,
+		started:      p.sig.started.Load(),
+		done:         p.sig.done.Load(),
+		workNs:       p.sig.workNs.Load(),
+		limiterNs:    p.sig.limiterNs.Load(),
+		retryAfterNs: p.sig.retryAfterNs.Load(),
+		q:            p.queueStats(),
 	}
 	for i := range s.waits {
 		s.waits[i] = p.sig.waits[i].Load()
-	}
-	if client != nil {
-		s.client = client.stats()
 	}
 	return s
 }
@@ -174,8 +173,8 @@ func (p *pool) window(a, b *snapshot) window {
 		adds:        b.q.Adds - a.q.Adds,
 		retries:     b.q.Retries - a.q.Retries,
 
-		limiterWait:    b.client.RateLimiterWait - a.client.RateLimiterWait,
-		retryAfterWait: b.client.RetryAfterWait - a.client.RetryAfterWait,
+		limiterWait:    time.Duration(b.limiterNs - a.limiterNs),
+		retryAfterWait: time.Duration(b.retryAfterNs - a.retryAfterNs),
 	}
 	w.busy = max(0, w.work+b.q.UnfinishedWork-a.q.UnfinishedWork)
 	var counts [waitBuckets]uint64
@@ -199,11 +198,10 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		return
 	}
 	p.next.Store(now.Add(p.interval).UnixNano())
-	client := p.b.client.Load()
-	if client == nil {
+	if p.b.client.Load() == nil {
 		return // not instrumented (any more): nothing to decide on
 	}
-	cur := p.snapshot(now, client)
+	cur := p.snapshot(now)
 	w := p.window(&p.prev, &cur)
 	idle := w.started == 0 && w.done == 0 && cur.q.InFlight == 0 && cur.q.Depth == 0
 	if w.done < minSample && w.dur < maxWindowIntervals*p.interval && !idle {

@@ -25,6 +25,11 @@ type signals struct {
 	waits   [waitBuckets]atomic.Uint64
 	done    atomic.Uint64
 	workNs  atomic.Int64
+	// The waits of the attempts done in instrumented clients, counted with
+	// their work time (not from ClientStats, which the queue updates after
+	// the pool decides at an attempt's end), so that a window's waits and
+	// work time are of the same attempts.
+	limiterNs, retryAfterNs atomic.Int64
 }
 
 // dequeued counts an attempt handed out after waiting wait.
@@ -33,10 +38,18 @@ func (s *signals) dequeued(wait time.Duration) {
 	s.waits[waitBucket(wait)].Add(1)
 }
 
-// finished counts an attempt that ended after work.
-func (s *signals) finished(work time.Duration) {
+// finished counts an attempt that ended after work, of which it waited
+// limiter for the client's rate limiter and retryAfter for the API server's
+// Retry-After.
+func (s *signals) finished(work, limiter, retryAfter time.Duration) {
 	s.done.Add(1)
 	s.workNs.Add(int64(work))
+	if limiter > 0 {
+		s.limiterNs.Add(int64(limiter))
+	}
+	if retryAfter > 0 {
+		s.retryAfterNs.Add(int64(retryAfter))
+	}
 }
 
 // waitBucket returns the bucket of a wait.

@@ -11,6 +11,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -172,8 +173,8 @@ func TestWaitQuantileOfWaits(t *testing.T) {
 		t.Errorf("p90 of 7ms..700ms read from the buckets = %v, want above %v and within a factor 1.5", got, p90)
 	}
 
-	s.finished(2 * time.Second)
-	s.finished(500 * time.Millisecond)
+	s.finished(2*time.Second, 0, 0)
+	s.finished(500*time.Millisecond, 0, 0)
 	if d, w := s.done.Load(), time.Duration(s.workNs.Load()); d != 2 || w != 2500*time.Millisecond {
 		t.Errorf("after two finished: done %d, work %v; want 2, 2.5s", d, w)
 	}
@@ -219,11 +220,21 @@ func TestPoolSignals(t *testing.T) {
 	}
 	p := newPool(s, bindingOf(s), a, 1, 8, 4, func() *slog.Logger { return slog.New(slog.DiscardHandler) })
 	ctx := context.Background()
+	// The attempts' client waits are counted with their work time.
+	was := clientwork.SetEnabled(true)
+	defer clientwork.SetEnabled(was)
 	get := func(want string) {
 		t.Helper()
 		it, err := s.GetContext(ctx)
 		if err != nil || it.Key != want {
 			t.Fatalf("GetContext = %q, %v; want %q", it.Key, err, want)
+		}
+		if want == "a" {
+			w := clientwork.FromContext(it.Context())
+			w.Begin(fc.Now())
+			w.LimiterWaited(40 * time.Millisecond)
+			w.RoundTrip(time.Millisecond, fc.Now(), true, true) // 429 with Retry-After
+			w.Begin(fc.Now().Add(70 * time.Millisecond))        // the retry, 70ms later
 		}
 	}
 
@@ -250,7 +261,7 @@ func TestPoolSignals(t *testing.T) {
 	get("c")    // waited 400ms
 	fc.Step(100 * time.Millisecond)
 
-	cur := p.snapshot(fc.Now(), p.b.client.Load())
+	cur := p.snapshot(fc.Now())
 	w := p.window(&p.prev, &cur)
 	want := window{
 		dur: 500 * time.Millisecond, limit: 4,
@@ -263,6 +274,9 @@ func TestPoolSignals(t *testing.T) {
 		longest: 200 * time.Millisecond, // b
 		depth:   1, depthBefore: 0,
 		adds: 4,
+		// a's, counted at its Done with its work time (ClientStats has
+		// them too, but after the pool decided).
+		limiterWait: 40 * time.Millisecond, retryAfterWait: 70 * time.Millisecond,
 	}
 	if w != want {
 		t.Errorf("window\n%+v\nwant\n%+v", w, want)
