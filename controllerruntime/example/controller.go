@@ -57,7 +57,7 @@ func runManager(ctx context.Context, cfg config) error {
 	// The tracer of the providers setupTelemetry installed (a package-level
 	// otel.Tracer would stay bound to the first ones ever installed).
 	tracer := otel.Tracer(tracerName)
-	w := &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects, Churn: cfg.Churn, Tracer: tracer}
+	w := &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects, Churn: cfg.Churn, Schedule: cfg.ChurnSchedule, Tracer: tracer}
 	if cfg.Generate {
 		// Before the controller starts: these are its initial list.
 		if err := w.Seed(ctx); err != nil {
@@ -82,11 +82,19 @@ func runManager(ctx context.Context, cfg config) error {
 	}
 	// For() enqueues with no trace context: the link source finds each
 	// attempt's writer in the object's annotation, in the manager's cache.
-	otq := controllerruntime.New( // the global providers set by setupTelemetry
-		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
+	qopts := []otelqueue.Option{otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{}))}
+	workers := cfg.Workers
+	if a := cfg.Adaptive; a.On() {
+		// controller-runtime runs MAX goroutines (MaxConcurrentReconciles,
+		// the pool's ceiling), of which the pool lets its count, starting
+		// at -workers, take keys.
+		qopts = append(qopts, otelqueue.AdaptiveWorkers{Min: a.Min, Max: a.Max, Start: cfg.Workers})
+		workers = a.Max
+	}
+	otq := controllerruntime.New(qopts...) // the global providers set by setupTelemetry
 	// Options sets NewQueue and reports MaxConcurrentReconciles as
 	// workqueue_workers, the denominator of the utilization rules.
-	opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: cfg.Workers})
+	opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: workers})
 	if cfg.controllerRuntimeQueue {
 		opts.NewQueue = nil
 	}
@@ -118,9 +126,18 @@ func runManager(ctx context.Context, cfg config) error {
 			return otelqueue.ClientStats{}
 		}
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load}
+		if cfg.Adaptive.On() {
+			m.Range = cfg.Adaptive
+			m.Adaptive = func() (otelqueue.AdaptiveStats, bool) {
+				if q := otq.Queue(); q != nil {
+					return q.Instrumentation().AdaptiveStats()
+				}
+				return otelqueue.AdaptiveStats{}, false
+			}
+		}
 		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
 	}
-	log.Printf("controller %q watching ConfigMaps in %s of the %s with %s", controllerName, cfg.Namespace, cluster.Where, examplecluster.Workers(cfg.Workers))
+	log.Printf("controller %q watching ConfigMaps in %s of the %s with %s", controllerName, cfg.Namespace, cluster.Where, cfg.WorkersText())
 	err = mgr.Start(ctx)
 	if n := rec.interrupted.Load(); n > 0 {
 		log.Printf("%d reconciles interrupted by the stop: returned for later, not counted as errors", n)

@@ -37,6 +37,9 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		{[]string{"-metrics-addr", "9465"}, `-metrics-addr "9465"`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope (run with -h"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		// -workers (1 by default) is the adaptive pool's start.
+		{[]string{"-adaptive-workers", "2:8"}, "-workers is 1, outside -adaptive-workers 2:8"},
+		{[]string{"-churn-schedule", "10s:100", "-kubeconfig", "/k"}, "no workload runs"},
 	} {
 		if _, err := parseFlags(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)

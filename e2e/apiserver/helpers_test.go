@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,5 +76,48 @@ func TestParseSummary(t *testing.T) {
 	}
 	if _, ok := parseSummary("21:50:22.915295 stopped"); ok {
 		t.Error("a line that is no summary parsed as one")
+	}
+	// A fixed count's line has no workers=; an adaptive pool's line
+	// starts its rates with the pool's count, in each of its forms, and
+	// parses as a summary all the same.
+	if s, _ := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=20.0 retries/s=0.0 reconciles/s=20.0 errors/s=0.0 utilization=0.20 coalesced/s=0.0"); s.adaptive || s.workers != 0 || !s.atOK || s.at != 21*time.Hour+50*time.Minute+22915295*time.Microsecond {
+		t.Errorf("a fixed count's line: %+v", s)
+	}
+	for line, want := range map[string]summary{
+		"workers=2 (adaptive 1..32, no change yet)":                                 {workers: 2, min: 1, max: 32},
+		"workers=12 (adaptive 1..32, last: demand, 3 changes)":                      {workers: 12, min: 1, max: 32, reason: "demand", changes: 3},
+		"workers=6 (adaptive 2..16, last: low-utilization, 1 change)":               {workers: 6, min: 2, max: 16, reason: "low-utilization", changes: 1},
+		"workers=1 (adaptive 1..32, ceiling 1, last: client-rate-limit, 2 changes)": {workers: 1, min: 1, max: 32, ceiling: 1, reason: "client-rate-limit", changes: 2},
+		"workers=4 (adaptive 1..32, ceiling 2, no change yet)":                      {workers: 4, min: 1, max: 32, ceiling: 2},
+		"workers=8 (adaptive 1..8, last: slower-for-all, 0 changes)":                {workers: 8, min: 1, max: 8, reason: "slower-for-all"},
+	} {
+		for _, prefix := range []string{
+			"21:50:22.915295 queue configmaps: depth=3 delayed=0 in_flight=2 oldest=12ms ",
+			"21:50:22.915295 queue configmaps: depth=3 by priority=[{0 3}] delayed=0 in_flight=2 oldest=12ms ", // controller-runtime's
+		} {
+			l := prefix + line + " adds/s=20.0 retries/s=0.0 reconciles/s=20.0 errors/s=1.5 utilization=0.20 coalesced/s=0.0 split=own 0.99 limiter 0.00 api 0.01 retry-after 0.00 bottleneck=none (utilization 0.20) writes/s=20.0/20.0"
+			s, ok := parseSummary(l)
+			if !ok || !s.adaptive || s.workers != want.workers || s.min != want.min || s.max != want.max || s.ceiling != want.ceiling || s.reason != want.reason || s.changes != want.changes {
+				t.Errorf("parseSummary(%q) = %+v, %v; want the pool %+v", l, s, ok, want)
+			}
+			if s.depth != 3 || s.inFlight != 2 || s.adds != 20 || s.errors != 1.5 || s.utilization != 0.2 || s.bottleneck != "none" || s.writes != 20 {
+				t.Errorf("parseSummary(%q): the rates %+v", l, s)
+			}
+		}
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	d, ok := parseDecision(`05:38:05.750486 INFO adaptive workers queue=configmaps from=4 to=8 reason=demand detail="needed 17 (arrivals 95.1/s, work time 54.8ms), wait 12.88s (objective 1s), utilization 1.00, retries/adds 0.01" needed=17 busy=4 usable=3.64 wait=12.88s ceiling=0`)
+	if !ok || d.queue != "configmaps" || d.from != 4 || d.to != 8 || d.reason != "demand" || d.needed != 17 || d.busy != 4 || d.usable != 3.64 || d.wait != "12.88s" || d.ceiling != 0 ||
+		!strings.HasPrefix(d.detail, "needed 17 (arrivals") || d.at != 5*time.Hour+38*time.Minute+5750486*time.Microsecond {
+		t.Errorf("parseDecision = %+v, %v", d, ok)
+	}
+	d, ok = parseDecision(`05:37:35.546149 INFO adaptive workers queue=configmaps from=4 to=2 reason=latency-gradient detail="1.2 busy, the downstream serves 0.1 at once (20.0/s × no-load work time 2.6ms; work time 57.57ms, limiter 0.00, retry-after 0.00); ceiling 1 held 2m0s" needed=5 busy=1.17 usable=0.05 wait=0s ceiling=1`)
+	if !ok || d.from != 4 || d.to != 2 || d.reason != "latency-gradient" || d.ceiling != 1 || d.usable != 0.05 {
+		t.Errorf("parseDecision = %+v, %v", d, ok)
+	}
+	if _, ok := parseDecision("05:37:35.546149 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s workers=2 (adaptive 1..32, no change yet) adds/s=20.0"); ok {
+		t.Error("a summary line parsed as a decision")
 	}
 }

@@ -104,8 +104,11 @@ func run(m *testing.M) (code int) {
 // that start a control plane of their own.
 var planeAssets string
 
-// testsBudget is what the tests need once the control plane runs.
-const testsBudget = 8 * time.Minute
+// testsBudget is what the tests need once the control plane runs: 8
+// minutes, and 7 more for the adaptive pool's runs (adaptive_test.go: a
+// 90 s run on the embedded cluster, four 60 s runs on the API servers and
+// a second control plane).
+const testsBudget = 15 * time.Minute
 
 // example is one of the two example controllers, built from this checkout.
 type example struct {

@@ -24,6 +24,17 @@ type summary struct {
 	// bottleneck is the line's class (bottleneck=<class>), "" when the
 	// line has none (nothing finished in its interval).
 	bottleneck string
+	// at is the line's time of day; ok false when it has none.
+	at   time.Duration
+	atOK bool
+	// adaptive says whether the line shows an adaptive pool
+	// ("workers=12 (adaptive 1..32, ceiling 6, last: demand, 3 changes)"):
+	// its count, bounds, ceiling (0: none), last reason ("" before the
+	// first) and number of changes. A fixed count's line has no workers=.
+	adaptive          bool
+	workers, min, max int
+	ceiling, changes  int
+	reason            string
 }
 
 var (
@@ -32,6 +43,10 @@ var (
 	// ("behind: <reason>; catching up: ...").
 	writesRe = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.+?))?(?:;? (catching up: .+))?$`)
 	classRe  = regexp.MustCompile(` bottleneck=(\S+) `)
+	// The adaptive pool's part, before adds/s: "workers=N (adaptive
+	// MIN..MAX[, ceiling C], last: REASON, K change[s])" or "workers=N
+	// (adaptive MIN..MAX[, ceiling C], no change yet)".
+	workersRe = regexp.MustCompile(` workers=(\d+) \(adaptive (\d+)\.\.(\d+)(?:, ceiling (\d+))?, (?:last: ([a-z-]+), (\d+) changes?|no change yet)\) adds/s=`)
 )
 
 // parseSummary parses a summary line, reporting false for other lines.
@@ -51,6 +66,16 @@ func parseSummary(line string) (summary, bool) {
 	if c := classRe.FindStringSubmatch(line); c != nil {
 		s.bottleneck = c[1]
 	}
+	s.at, s.atOK = timeOfDay(line)
+	if w := workersRe.FindStringSubmatch(line); w != nil {
+		s.adaptive = true
+		s.workers, _ = strconv.Atoi(w[1])
+		s.min, _ = strconv.Atoi(w[2])
+		s.max, _ = strconv.Atoi(w[3])
+		s.ceiling, _ = strconv.Atoi(w[4]) // "" when none: 0
+		s.reason = w[5]
+		s.changes, _ = strconv.Atoi(w[6])
+	}
 	if w := writesRe.FindStringSubmatch(line); w != nil {
 		s.hasWrites = true
 		s.writes, s.requested = atof(w[1]), atof(w[2])
@@ -58,6 +83,39 @@ func parseSummary(line string) (summary, bool) {
 		s.catchingUp = w[4]
 	}
 	return s, true
+}
+
+// decision is an adaptive pool's "adaptive workers" log line (slog's text
+// format through the standard logger): a change of its count, or a
+// decision that kept it (slower-for-all).
+type decision struct {
+	line             string
+	at               time.Duration // time of day
+	queue            string
+	from, to, needed int
+	reason, detail   string
+	busy, usable     float64
+	wait             string
+	ceiling          int
+}
+
+var decisionRe = regexp.MustCompile(`INFO adaptive workers queue=(\S+) from=(\d+) to=(\d+) reason=(\S+) detail="((?:[^"\\]|\\.)*)" needed=(\d+) busy=(\S+) usable=(\S+) wait=(\S+) ceiling=(\d+)`)
+
+// parseDecision parses an "adaptive workers" line, reporting false for
+// other lines.
+func parseDecision(line string) (decision, bool) {
+	m := decisionRe.FindStringSubmatch(line)
+	if m == nil {
+		return decision{}, false
+	}
+	d := decision{line: line, queue: m[1], reason: m[4], detail: m[5], wait: m[9]}
+	d.at, _ = timeOfDay(line)
+	d.from, _ = strconv.Atoi(m[2])
+	d.to, _ = strconv.Atoi(m[3])
+	d.needed, _ = strconv.Atoi(m[6])
+	d.busy, d.usable = atof(m[7]), atof(m[8])
+	d.ceiling, _ = strconv.Atoi(m[10])
+	return d, true
 }
 
 func atof(s string) float64 {

@@ -42,6 +42,10 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 		{[]string{"-objects", "0"}, "-objects is 0"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"stray"}, "unexpected argument \"stray\""},
+		// -workers (2 by default) is the adaptive pool's start.
+		{[]string{"-adaptive-workers", "4:32"}, "-workers is 2, outside -adaptive-workers 4:32"},
+		{[]string{"-adaptive-workers", "many"}, "use MIN:MAX"},
+		{[]string{"-churn-schedule", "10s:400", "-generate=false"}, "no workload runs"},
 	} {
 		_, err := parseFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -54,6 +58,10 @@ func TestParseFlagsRejectsBadValues(t *testing.T) {
 	}
 	if c.MetricsAddr != "127.0.0.1:9464" || !c.Generate || c.Workers != 2 || c.KubeQPS != 100 || c.KubeBurst != 200 {
 		t.Errorf("defaults: %+v", c)
+	}
+	c, err = parseFlags([]string{"-adaptive-workers", "1:32", "-churn-schedule", "20s:300,50s:20"})
+	if err != nil || !c.Adaptive.On() || c.Adaptive.Min != 1 || c.Adaptive.Max != 32 || len(c.ChurnSchedule) != 2 {
+		t.Errorf("-adaptive-workers 1:32 -churn-schedule 20s:300,50s:20: %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"-kubeconfig", "/nonexistent"})
 	if err != nil || c.Generate {

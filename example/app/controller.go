@@ -77,7 +77,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		// depth shows the congestion the churn makes, not a backlog of
 		// -objects.
 		w = &examplecluster.Workload{Cluster: cluster, Namespace: cfg.Namespace, Objects: cfg.Objects,
-			Churn: cfg.Churn, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer,
+			Churn: cfg.Churn, Schedule: cfg.ChurnSchedule, BurstEvery: cfg.burstEvery, BurstSize: cfg.burstSize, Tracer: tracer,
 			Annotations: map[string]string{observedAnnotation: "0"}}
 		if err := w.Seed(ctx); err != nil {
 			return examplecluster.StopError(ctx, err)
@@ -100,9 +100,14 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	}
 
 	// The Runner's "Reconciler error" lines go through failureLog, which
-	// logs the first few deliberate failures and limits the lines itself.
-	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile,
-		otelqueue.WithLogger(slog.New(newFailureLog(slog.Default().Handler(), cfg))), otelqueue.WithLogRateLimit(1, 0))
+	// logs the first few deliberate failures and limits the lines itself;
+	// its adaptive pool's "adaptive workers" lines too, which it passes on.
+	ropts := []otelqueue.RunnerOption{otelqueue.WithLogger(slog.New(newFailureLog(slog.Default().Handler(), cfg))), otelqueue.WithLogRateLimit(1, 0)}
+	if a := cfg.Adaptive; a.On() {
+		// Starting at -workers; the Runner runs MAX goroutines.
+		ropts = append(ropts, otelqueue.AdaptiveWorkers{Min: a.Min, Max: a.Max})
+	}
+	runner, err := otelqueue.NewRunner(queue, cfg.Workers, c.reconcile, ropts...)
 	if err != nil {
 		return err
 	}
@@ -123,7 +128,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 	}
 
-	log.Printf("controller %q running against the %s, namespace %q, %s", queueName, where, cfg.Namespace, examplecluster.Workers(cfg.Workers))
+	log.Printf("controller %q running against the %s, namespace %q, %s", queueName, where, cfg.Namespace, cfg.WorkersText())
 	if tel.MetricsURL != "" {
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
 	}
@@ -147,6 +152,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 		failed := func() uint64 { return runner.Stats().Outcomes[otelqueue.OutcomeError] }
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed}
+		if cfg.Adaptive.On() {
+			m.Adaptive, m.Range = runner.AdaptiveStats, cfg.Adaptive
+		}
 		// Read before the workers start: the first line holds the initial
 		// list's reconciles, however soon they end.
 		first := m.Read(queue.Stats())

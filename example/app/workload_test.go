@@ -169,3 +169,29 @@ func TestSummaryBottleneck(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryShowsAdaptiveWorkers runs the app with an adaptive pool that
+// starts at one worker under the load of four (40 updates a second of
+// 100 ms reconciles): the Runner's pool decides on the app's instrumented
+// queue and grows for the demand or the wait, its "adaptive workers" line
+// goes to the app's log, and the summary line shows its count and last
+// reason, its utilization for that count.
+func TestSummaryShowsAdaptiveWorkers(t *testing.T) {
+	out, waitFor := startController(t, "-adaptive-workers", "1:8", "-workers", "1", "-churn", "40", "-burst-every", "0",
+		"-latency", "100ms", "-latency-spread", "0", "-error-rate", "0", "-objects", "500")
+	waitFor(1, regexp.MustCompile(`workers=1 \(adaptive 1\.\.8, no change yet\) adds/s=`))
+	// The first decision comes after the pool's interval, 5 s.
+	l := waitFor(1, regexp.MustCompile(`workers=([2-8]) \(adaptive 1\.\.8, last: (demand|wait), 1 change\) adds/s=`))
+	if !strings.Contains(l, "utilization=") {
+		t.Errorf("summary lacks the utilization: %s", l)
+	}
+	log := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`controller "configmaps" running against .*, 1 worker to start, adaptive from 1 to 8`),
+		regexp.MustCompile(`INFO adaptive workers queue=configmaps from=1 to=[2-8] reason=(demand|wait) detail="needed \d+`),
+	} {
+		if !want.MatchString(log) {
+			t.Errorf("the log lacks %v:\n%s", want, log)
+		}
+	}
+}

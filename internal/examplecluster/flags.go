@@ -18,6 +18,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,13 @@ type Flags struct {
 	// Fairness limit, in requests per second of each client (0: none; see
 	// ServerOptions.QPS). A real cluster has its own.
 	ServerQPS float64
+	// Adaptive is -adaptive-workers MIN:MAX, the bounds of an adaptive
+	// worker pool (otelqueue.AdaptiveWorkers) that starts at Workers; its
+	// zero value (the flag empty) is a fixed count of Workers.
+	Adaptive AdaptiveRange
+	// ChurnSchedule is -churn-schedule: the changes of Churn during the
+	// run (Workload.Schedule).
+	ChurnSchedule ChurnSchedule
 
 	generate optionalBool
 }
@@ -89,11 +97,13 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&f.Namespace, "namespace", "otelqueue-demo", "namespace whose ConfigMaps the controller watches")
 	fs.DurationVar(&f.Duration, "duration", 0, "stop cleanly after this long (0: run until SIGINT or SIGTERM)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", d.MetricsAddr, "address serving Prometheus metrics at /metrics (empty: off)")
-	fs.IntVar(&f.Workers, "workers", d.Workers, d.WorkersUsage)
+	fs.IntVar(&f.Workers, "workers", d.Workers, d.WorkersUsage+"; with -adaptive-workers, the pool's starting count, within its MIN:MAX")
 	fs.DurationVar(&f.SummaryEvery, "summary-interval", 5*time.Second, "how often to print the queue summary line (0: never)")
 	fs.Var(&f.generate, "generate", "run the synthetic workload (default: on with the embedded cluster; off with -kubeconfig, where it writes ConfigMaps in -namespace, so it must be asked for)")
 	fs.IntVar(&f.Objects, "objects", d.Objects, d.ObjectsUsage)
-	fs.Float64Var(&f.Churn, "churn", d.Churn, fmt.Sprintf("ConfigMap updates per second (at most %d)", MaxChurn))
+	fs.Float64Var(&f.Churn, "churn", d.Churn, fmt.Sprintf("ConfigMap updates per second (at most %d); -churn-schedule changes it during the run", MaxChurn))
+	fs.Var(&f.ChurnSchedule, "churn-schedule", fmt.Sprintf("changes of -churn during the run, as `TIME:RATE,...`: e.g. 30s:400,90s:40 writes 400 updates per second from 30 s after the workload started, and 40 from 90 s (times increasing, rates at most %d; empty: -churn throughout; needs the workload)", MaxChurn))
+	fs.Var(&f.Adaptive, "adaptive-workers", "`MIN:MAX`, e.g. 1:32: an adaptive worker pool (otelqueue.AdaptiveWorkers) between MIN and MAX workers that starts at -workers, grows with the demand, and shrinks when the workers idle or when a downstream limit (the client's -kube-qps, the API server's 429s, reconciles slower the more run at once) holds the reconciles back; it logs an \"adaptive workers\" line for every decision, and the summary line shows its count. MAX goroutines run (controller-runtime's MaxConcurrentReconciles is MAX), of which the pool lets its count take keys (empty: a fixed -workers)")
 	fs.DurationVar(&f.Latency, "latency", d.Latency, d.LatencyUsage)
 	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "the controller's client requests per second to the API server, embedded or real (rest.Config.QPS; client-go's default is 5; controller-runtime's GetConfig turns the client-side limit off and leaves it to the server's API Priority and Fairness); the workload has a client of its own, see -workload-qps")
 	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "the controller's client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
@@ -165,6 +175,22 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 	} else if err := checkServerQPS(*f); err != nil {
 		errs = append(errs, err)
 	}
+	if a := f.Adaptive; a.On() {
+		switch {
+		case a.Min < 1:
+			bad("-adaptive-workers %v: MIN is %d, it must be at least 1", a, a.Min)
+		case a.Max < a.Min:
+			bad("-adaptive-workers %v: MAX %d is below MIN %d", a, a.Max, a.Min)
+		case f.Workers >= 1 && (f.Workers < a.Min || f.Workers > a.Max):
+			bad("-workers is %d, outside -adaptive-workers %v: with an adaptive pool, -workers is its starting count, from MIN to MAX", f.Workers, a)
+		}
+	}
+	for _, err := range f.ChurnSchedule.check(f.Duration) {
+		errs = append(errs, err)
+	}
+	if len(f.ChurnSchedule) > 0 && !f.Generate {
+		bad("-churn-schedule %v changes the workload's rate, and no workload runs (with -kubeconfig it runs only with -generate)", f.ChurnSchedule)
+	}
 	if f.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(f.MetricsAddr); err != nil {
 			bad("-metrics-addr %q: %v (use host:port, e.g. 127.0.0.1:9464)", f.MetricsAddr, err)
@@ -230,6 +256,114 @@ func (b *optionalBool) Set(s string) error {
 	}
 	b.set, b.value = true, v
 	return nil
+}
+
+// AdaptiveRange is the value of -adaptive-workers, MIN:MAX; its zero value
+// is the flag empty: no adaptive pool.
+type AdaptiveRange struct {
+	Min, Max int
+	set      bool
+}
+
+// On reports whether an adaptive pool was asked for.
+func (a AdaptiveRange) On() bool { return a.set }
+
+// String is MIN:MAX, or "" when off.
+func (a AdaptiveRange) String() string {
+	if !a.set {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", a.Min, a.Max)
+}
+
+// Set parses MIN:MAX; an empty value turns the pool off. The bounds are
+// checked by Flags.Parse, against -workers.
+func (a *AdaptiveRange) Set(s string) error {
+	if s == "" {
+		*a = AdaptiveRange{}
+		return nil
+	}
+	lo, hi, ok := strings.Cut(s, ":")
+	min, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	max, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("use MIN:MAX, two whole numbers of workers, e.g. 1:32")
+	}
+	*a = AdaptiveRange{Min: min, Max: max, set: true}
+	return nil
+}
+
+// ChurnStep is a change of the workload's rate: from At after the workload
+// started, it writes Churn updates per second.
+type ChurnStep struct {
+	At    time.Duration
+	Churn float64
+}
+
+// ChurnSchedule is the value of -churn-schedule, TIME:RATE,...: the changes
+// of -churn during the run.
+type ChurnSchedule []ChurnStep
+
+// String is the schedule as the flag takes it.
+func (c ChurnSchedule) String() string {
+	parts := make([]string, len(c))
+	for i, s := range c {
+		parts[i] = fmt.Sprintf("%v:%g", s.At, s.Churn)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set parses TIME:RATE,... (an empty value is no schedule). The times and
+// rates are checked by Flags.Parse.
+func (c *ChurnSchedule) Set(v string) error {
+	*c = nil
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	var out ChurnSchedule
+	for _, part := range strings.Split(v, ",") {
+		at, rate, ok := strings.Cut(strings.TrimSpace(part), ":")
+		d, err1 := time.ParseDuration(at)
+		r, err2 := strconv.ParseFloat(rate, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return fmt.Errorf("%q: use TIME:RATE,... with a duration and updates per second, e.g. 30s:400,90s:40", part)
+		}
+		out = append(out, ChurnStep{At: d, Churn: r})
+	}
+	*c = out
+	return nil
+}
+
+// check says what is wrong with the schedule: each time after the start,
+// after the one before and, with a -duration, before it; each rate as
+// -churn's.
+func (c ChurnSchedule) check(duration time.Duration) []error {
+	var errs []error
+	var prev time.Duration
+	for i, s := range c {
+		switch {
+		case s.At <= 0:
+			errs = append(errs, fmt.Errorf("-churn-schedule %v: time %v is not after the start (the rate at the start is -churn's)", c, s.At))
+		case i > 0 && s.At <= prev:
+			errs = append(errs, fmt.Errorf("-churn-schedule %v: time %v is not after %v: the times must increase", c, s.At, prev))
+		case duration > 0 && s.At >= duration:
+			errs = append(errs, fmt.Errorf("-churn-schedule %v: time %v is not before -duration %v: that change would never happen", c, s.At, duration))
+		}
+		if err := CheckRate(fmt.Sprintf("-churn-schedule's rate at %v", s.At), s.Churn, false, MaxChurn, "updates per second"); err != nil {
+			errs = append(errs, err)
+		}
+		prev = s.At
+	}
+	return errs
+}
+
+// WorkersText says the worker count of f in words: "4 workers", or with
+// -adaptive-workers "4 workers to start, adaptive from 1 to 32".
+func (f Flags) WorkersText() string {
+	if !f.Adaptive.On() {
+		return Workers(f.Workers)
+	}
+	return fmt.Sprintf("%s to start, adaptive from %d to %d", Workers(f.Workers), f.Adaptive.Min, f.Adaptive.Max)
 }
 
 // Workers says n workers in words: "1 worker", "4 workers".

@@ -3,8 +3,10 @@ package examplecluster
 import (
 	"bytes"
 	"flag"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parse(args ...string) (Flags, error) {
@@ -93,7 +95,9 @@ func TestUsage(t *testing.T) {
 		t.Errorf("-h says \"(default true\" %d times:\n%s", n, usage)
 	}
 	for _, want := range []string{"on with the embedded cluster; off with -kubeconfig", "client-go's default is 5", "controller-runtime's GetConfig turns the client-side limit off", "client-go's default is 10",
-		"-workload-qps", "0: no client-side limit", "0: max(1, ceil(-workload-qps))", "-server-qps", "429 Too Many Requests with Retry-After: 1", "watches are exempt"} {
+		"-workload-qps", "0: no client-side limit", "0: max(1, ceil(-workload-qps))", "-server-qps", "429 Too Many Requests with Retry-After: 1", "watches are exempt",
+		"-adaptive-workers MIN:MAX", "starts at -workers", "MaxConcurrentReconciles is MAX", "the pool's starting count",
+		"-churn-schedule", "30s:400,90s:40"} {
 		if !strings.Contains(usage, want) {
 			t.Errorf("-h lacks %q:\n%s", want, usage)
 		}
@@ -105,5 +109,95 @@ func TestWorkers(t *testing.T) {
 		if got := Workers(n); got != want {
 			t.Errorf("Workers(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestParseAdaptiveWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the error's text; "" for none
+		on   bool
+		min  int
+		max  int
+	}{
+		{args: nil},
+		{args: []string{"-adaptive-workers", ""}},
+		{args: []string{"-adaptive-workers", "1:32"}, on: true, min: 1, max: 32},
+		{args: []string{"-adaptive-workers", "2:2", "-workers", "2"}, on: true, min: 2, max: 2},
+		{args: []string{"-adaptive-workers", "4:8", "-workers", "8"}, on: true, min: 4, max: 8},
+		{args: []string{"-adaptive-workers", "32"}, want: "use MIN:MAX, two whole numbers of workers, e.g. 1:32"},
+		{args: []string{"-adaptive-workers", "1:x"}, want: "use MIN:MAX"},
+		{args: []string{"-adaptive-workers", "1.5:4"}, want: "use MIN:MAX"},
+		{args: []string{"-adaptive-workers", "0:4"}, want: "-adaptive-workers 0:4: MIN is 0, it must be at least 1"},
+		{args: []string{"-adaptive-workers", "-1:4"}, want: "MIN is -1, it must be at least 1"},
+		{args: []string{"-adaptive-workers", "8:4", "-workers", "4"}, want: "-adaptive-workers 8:4: MAX 4 is below MIN 8"},
+		{args: []string{"-adaptive-workers", "4:32", "-workers", "2"}, want: "-workers is 2, outside -adaptive-workers 4:32: with an adaptive pool, -workers is its starting count"},
+		{args: []string{"-adaptive-workers", "1:8", "-workers", "9"}, want: "-workers is 9, outside -adaptive-workers 1:8"},
+	} {
+		f, err := parse(tc.args...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("parse(%q): %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		case tc.want == "" && (f.Adaptive.On() != tc.on || f.Adaptive.Min != tc.min || f.Adaptive.Max != tc.max):
+			t.Errorf("parse(%q): Adaptive = %+v (on %v), want on %v, %d:%d", tc.args, f.Adaptive, f.Adaptive.On(), tc.on, tc.min, tc.max)
+		}
+	}
+	f, err := parse("-adaptive-workers", "1:32", "-workers", "4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.WorkersText(), "4 workers to start, adaptive from 1 to 32"; got != want {
+		t.Errorf("WorkersText() = %q, want %q", got, want)
+	}
+	if got := f.Adaptive.String(); got != "1:32" {
+		t.Errorf("-adaptive-workers 1:32 prints as %q", got)
+	}
+	if f, _ := parse("-workers", "3"); f.WorkersText() != "3 workers" || f.Adaptive.String() != "" {
+		t.Errorf("without -adaptive-workers: %q, %q", f.WorkersText(), f.Adaptive.String())
+	}
+}
+
+func TestParseChurnSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-churn-schedule", "30s"}, `"30s": use TIME:RATE,... with a duration and updates per second, e.g. 30s:400,90s:40`},
+		{[]string{"-churn-schedule", "30:400"}, `"30:400": use TIME:RATE`},
+		{[]string{"-churn-schedule", "30s:many"}, `"30s:many": use TIME:RATE`},
+		{[]string{"-churn-schedule", "30s:400,"}, `"": use TIME:RATE`},
+		{[]string{"-churn-schedule", "0s:400"}, "-churn-schedule 0s:400: time 0s is not after the start (the rate at the start is -churn's)"},
+		{[]string{"-churn-schedule", "-5s:400"}, "time -5s is not after the start"},
+		{[]string{"-churn-schedule", "30s:400,30s:40"}, "-churn-schedule 30s:400,30s:40: time 30s is not after 30s: the times must increase"},
+		{[]string{"-churn-schedule", "1m:400,30s:40"}, "time 30s is not after 1m0s: the times must increase"},
+		{[]string{"-churn-schedule", "30s:20000"}, "-churn-schedule's rate at 30s is 20000: it must be 0 or more updates per second, at most 10000"},
+		{[]string{"-churn-schedule", "30s:-1"}, "-churn-schedule's rate at 30s is -1"},
+		{[]string{"-churn-schedule", "30s:NaN"}, "-churn-schedule's rate at 30s is NaN"},
+		{[]string{"-churn-schedule", "30s:400,90s:40", "-duration", "60s"}, "time 1m30s is not before -duration 1m0s: that change would never happen"},
+		{[]string{"-churn-schedule", "30s:400", "-generate=false"}, "-churn-schedule 30s:400 changes the workload's rate, and no workload runs"},
+		{[]string{"-churn-schedule", "30s:400", "-kubeconfig", "/k"}, "and no workload runs (with -kubeconfig it runs only with -generate)"},
+	} {
+		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	f, err := parse("-churn-schedule", "30s:400,1m30s:40,2m:0", "-duration", "3m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ChurnSchedule{{30 * time.Second, 400}, {90 * time.Second, 40}, {2 * time.Minute, 0}}
+	if !slices.Equal(f.ChurnSchedule, want) {
+		t.Errorf("schedule %v, want %v", f.ChurnSchedule, want)
+	}
+	if got := f.ChurnSchedule.String(); got != "30s:400,1m30s:40,2m0s:0" {
+		t.Errorf("the schedule prints as %q", got)
+	}
+	if f, err := parse("-churn-schedule", "30s:400", "-kubeconfig", "/k", "-generate"); err != nil || len(f.ChurnSchedule) != 1 {
+		t.Errorf("with -kubeconfig and -generate: %v, %v", f.ChurnSchedule, err)
+	}
+	if f, err := parse("-churn-schedule", ""); err != nil || f.ChurnSchedule != nil {
+		t.Errorf("an empty -churn-schedule: %v, %v", f.ChurnSchedule, err)
 	}
 }

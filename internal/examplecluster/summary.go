@@ -70,7 +70,13 @@ func (b *Busy) Load(now time.Time) (time.Duration, uint64) {
 // Window is what a queue did over one summary interval.
 type Window struct {
 	Seconds float64
+	// Workers is the worker count: the configured one, or an adaptive
+	// pool's count at the end of the interval.
 	Workers int
+	// Adaptive holds the bounds of the adaptive pool whose count Workers
+	// is, zero for a fixed count: the recommendation then speaks of the
+	// pool rather than of -workers.
+	Adaptive AdaptiveRange
 	// Adds are the adds that made a key pending, Coalesced those merged into
 	// a key already pending (scheduler.Stats' Adds and Coalesced, over the
 	// interval).
@@ -157,10 +163,47 @@ func (w Window) String() string {
 	fmt.Fprintf(&b, " %v %v", w.Client, bn)
 	switch rec := bn.Recommend(w.Workers, law); {
 	case bn.Class == BottleneckWorkers:
-		fmt.Fprintf(&b, ": %.1f arrivals/s × %v mean work / %.1f → recommend -workers %d",
-			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, rec)
+		fmt.Fprintf(&b, ": %.1f arrivals/s × %v mean work / %.1f → %s",
+			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, w.recommend(rec))
+	case bn.Class != BottleneckNone && w.Adaptive.On():
+		fmt.Fprintf(&b, " → no more than %s", Workers(rec))
 	case bn.Class != BottleneckNone:
 		fmt.Fprintf(&b, " → no more than -workers %d", rec)
+	}
+	return b.String()
+}
+
+// recommend says what to do for the worker count rec: run with -workers
+// rec, or, with an adaptive pool, let it grow (which it does by itself up
+// to its MAX) or raise its MAX.
+func (w Window) recommend(rec int) string {
+	a := w.Adaptive
+	switch {
+	case !a.On():
+		return fmt.Sprintf("recommend -workers %d", rec)
+	case rec > a.Max:
+		return fmt.Sprintf("recommend %s: above -adaptive-workers %v, raise its MAX", Workers(rec), a)
+	}
+	return fmt.Sprintf("recommend %s, within -adaptive-workers %v", Workers(rec), a)
+}
+
+// AdaptiveSummary is the worker part of the summary line for an adaptive
+// pool's state st: "workers=12 (adaptive 1..32, last: demand, 3 changes)",
+// with "ceiling N, " before "last" while a downstream limit holds the pool
+// under N, and "no change yet" instead of the last change before the first.
+func AdaptiveSummary(st otelqueue.AdaptiveStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "workers=%d (adaptive %d..%d, ", st.Limit, st.Min, st.Max)
+	if st.Ceiling > 0 {
+		fmt.Fprintf(&b, "ceiling %d, ", st.Ceiling)
+	}
+	switch {
+	case st.Reason == "":
+		b.WriteString("no change yet)")
+	case st.Changes == 1:
+		fmt.Fprintf(&b, "last: %s, 1 change)", st.Reason)
+	default:
+		fmt.Fprintf(&b, "last: %s, %d changes)", st.Reason, st.Changes)
 	}
 	return b.String()
 }
@@ -238,7 +281,17 @@ func (w Writes) String() string {
 // workload's (its own limiter's and the API server's rejections of its
 // requests included).
 type Meter struct {
+	// Workers is the configured worker count (with an adaptive pool, its
+	// starting count).
 	Workers int
+	// Adaptive returns the state of the queue's adaptive worker pool, and
+	// false while it has none running (the Runner's or the
+	// Instrumentation's AdaptiveStats); nil: a fixed count. With a pool,
+	// the line starts with AdaptiveSummary, and its utilization and
+	// recommendation are for the pool's count at the reading.
+	Adaptive func() (otelqueue.AdaptiveStats, bool)
+	// Range is -adaptive-workers, for the recommendation.
+	Range AdaptiveRange
 	// Busy returns the workers' busy time until now (those in a reconcile
 	// included) and the reconciles they finished: a Busy's Load, or the
 	// Runner's Stats.
@@ -265,6 +318,9 @@ type Reading struct {
 	Workload   WorkloadStats
 	Limiter    LimiterStats
 	Client     otelqueue.ClientStats
+	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
+	Adaptive   otelqueue.AdaptiveStats
+	AdaptiveOK bool
 }
 
 // Read reads the counters now, with the queue's stats q.
@@ -280,18 +336,26 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	if m.Errors != nil {
 		r.Errors = m.Errors()
 	}
+	if m.Adaptive != nil {
+		r.Adaptive, r.AdaptiveOK = m.Adaptive()
+	}
 	return r
 }
 
 // Line is the part of the summary line both examples print for the
-// interval between two readings: rates of adds, retries, reconciles and
-// failed reconciles, the load (Window) and, with a workload, its writes
-// (Writes). Every figure is per second over the interval.
+// interval between two readings: with an adaptive pool its count
+// (AdaptiveSummary), rates of adds, retries, reconciles and failed
+// reconciles, the load (Window) and, with a workload, its writes (Writes).
+// Every figure is per second over the interval.
 func (m *Meter) Line(prev, cur Reading) string {
 	secs := cur.At.Sub(prev.At).Seconds()
 	st, ps := cur.Queue, prev.Queue
+	workers, pool := m.Workers, ""
+	if cur.AdaptiveOK {
+		workers, pool = cur.Adaptive.Limit, AdaptiveSummary(cur.Adaptive)+" "
+	}
 	load := Window{
-		Seconds: secs, Workers: m.Workers,
+		Seconds: secs, Workers: workers, Adaptive: m.Range,
 		Adds: st.Adds - ps.Adds, Coalesced: st.Coalesced - ps.Coalesced,
 		Busy: cur.Busy - prev.Busy, Reconciles: cur.Reconciles - prev.Reconciles,
 		Retries: st.Retries - ps.Retries,
@@ -306,7 +370,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 			RetryAfterWait: c.RetryAfterWait - pc.RetryAfterWait,
 		}
 	}
-	line := fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",
+	line := pool + fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",
 		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs)
 	if m.Errors != nil {
 		line += fmt.Sprintf("errors/s=%.1f ", float64(cur.Errors-prev.Errors)/secs)
@@ -314,10 +378,9 @@ func (m *Meter) Line(prev, cur Reading) string {
 	line += load.String()
 	if m.Workload != nil {
 		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()
-		slack := m.Workload.slack()
 		w := Writes{
-			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: slack,
-			Requested: cur.Workload.Counted(slack) - prev.Workload.Counted(slack),
+			Seconds: secs, Backlog: cur.Workload.Requested - cur.Workload.Started, Slack: cur.Workload.Slack(),
+			Requested: cur.Workload.Counted() - prev.Workload.Counted(),
 			Done:      cur.Workload.Done - prev.Workload.Done, Failed: cur.Workload.Failed - prev.Workload.Failed,
 			Busy:      cur.Workload.Busy - prev.Workload.Busy,
 			Rejected:  cur.Workload.Rejected - prev.Workload.Rejected,

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 func TestRecommendedWorkers(t *testing.T) {
@@ -113,43 +116,53 @@ func TestWritesBehind(t *testing.T) {
 }
 
 // TestWritesCounted follows the workload's counts over summary intervals
-// of 5 s with -churn 20 and bursts of 40 every 10 s (slack 50): the
-// requested writes of an interval are those done, a burst due at the end of
-// one included, unless the workload falls behind; then the overdue ones
-// count as requested, and the interval that does them says it catches up.
+// of 5 s with -churn 20 and bursts of 40 every 10 s (slack 50: a reading's
+// settled writes are those requested less 50): the requested writes of an
+// interval are those done, a burst due at the end of one included, unless
+// the workload falls behind; then the overdue ones count as requested, and
+// the interval that does them says it catches up.
 func TestWritesCounted(t *testing.T) {
 	const slack = 50
+	settle := func(readings []WorkloadStats) []WorkloadStats {
+		for i := range readings {
+			readings[i].Settled = readings[i].Requested - min(readings[i].Requested, slack)
+		}
+		return readings
+	}
 	for _, tc := range []struct {
 		name      string
 		readings  []WorkloadStats // at 0, 5, 10, ... s
 		done, req []uint64        // per interval
 	}{
-		{"a burst due as an interval ends, written in the next", []WorkloadStats{
+		{"a burst due as an interval ends, written in the next", settle([]WorkloadStats{
 			{Requested: 0},
 			{Requested: 100, Started: 100, Done: 100, Finished: 100},
 			{Requested: 240, Started: 201, Done: 200, Finished: 200}, // the burst: due, not started
 			{Requested: 340, Started: 340, Done: 340, Finished: 340},
-		}, []uint64{100, 100, 140}, []uint64{100, 100, 140}},
-		{"a failure", []WorkloadStats{
+		}), []uint64{100, 100, 140}, []uint64{100, 100, 140}},
+		{"a failure", settle([]WorkloadStats{
 			{Requested: 0},
 			{Requested: 100, Started: 100, Done: 99, Failed: 1, Finished: 100},
-		}, []uint64{99}, []uint64{100}},
-		{"behind, then catching up", []WorkloadStats{
+		}), []uint64{99}, []uint64{100}},
+		{"behind, then catching up", settle([]WorkloadStats{
 			{Requested: 0},
 			{Requested: 100, Started: 100, Done: 100, Finished: 100},
 			{Requested: 240, Started: 121, Done: 120, Finished: 120}, // a slow API server: 120 overdue
 			{Requested: 340, Started: 300, Done: 300, Finished: 300}, // 40 due, within the slack
 			{Requested: 440, Started: 440, Done: 440, Finished: 440},
-		}, []uint64{100, 20, 180, 140}, []uint64{100, 90, 110, 140}},
+		}), []uint64{100, 20, 180, 140}, []uint64{100, 90, 110, 140}},
 	} {
 		for i := 1; i < len(tc.readings); i++ {
 			prev, cur := tc.readings[i-1], tc.readings[i]
-			done, req := cur.Done-prev.Done, cur.Counted(slack)-prev.Counted(slack)
+			done, req := cur.Done-prev.Done, cur.Counted()-prev.Counted()
 			if done != tc.done[i-1] || req != tc.req[i-1] {
 				t.Errorf("%s, interval %d: %d done of %d requested, want %d of %d", tc.name, i, done, req, tc.done[i-1], tc.req[i-1])
 			}
-			if done > req && prev.Requested <= prev.Finished+slack {
+			if done > req && prev.Settled <= prev.Finished {
 				t.Errorf("%s, interval %d: %d done of %d requested, with no write overdue at its start", tc.name, i, done, req)
+			}
+			if s := cur.Slack(); s != min(cur.Requested, slack) {
+				t.Errorf("%s, interval %d: slack %d, want %d", tc.name, i, s, min(cur.Requested, slack))
 			}
 		}
 	}
@@ -168,5 +181,67 @@ func TestBusyCountsRunningReconciles(t *testing.T) {
 	b1, _ := b.Load(t0.Add(time.Second))
 	if d := b1 - b0; d != time.Second {
 		t.Errorf("one reconcile running for one more second adds %v of busy time, want 1s", d)
+	}
+}
+
+func TestAdaptiveSummary(t *testing.T) {
+	for _, tc := range []struct {
+		st   otelqueue.AdaptiveStats
+		want string
+	}{
+		{otelqueue.AdaptiveStats{Limit: 2, Min: 1, Max: 32}, "workers=2 (adaptive 1..32, no change yet)"},
+		{otelqueue.AdaptiveStats{Limit: 12, Min: 1, Max: 32, Changes: 3, Reason: otelqueue.ReasonDemand}, "workers=12 (adaptive 1..32, last: demand, 3 changes)"},
+		{otelqueue.AdaptiveStats{Limit: 4, Min: 1, Max: 32, Changes: 1, Reason: otelqueue.ReasonLowUtilization}, "workers=4 (adaptive 1..32, last: low-utilization, 1 change)"},
+		{otelqueue.AdaptiveStats{Limit: 2, Min: 1, Max: 32, Ceiling: 2, Changes: 2, Reason: otelqueue.ReasonClientRateLimit}, "workers=2 (adaptive 1..32, ceiling 2, last: client-rate-limit, 2 changes)"},
+		// A decision that kept the count (the downstream got slower for
+		// everyone) is the last one, with no change counted.
+		{otelqueue.AdaptiveStats{Limit: 8, Min: 2, Max: 8, Reason: otelqueue.ReasonSlowerForAll}, "workers=8 (adaptive 2..8, last: slower-for-all, 0 changes)"},
+	} {
+		if got := AdaptiveSummary(tc.st); got != tc.want {
+			t.Errorf("AdaptiveSummary(%+v) = %q, want %q", tc.st, got, tc.want)
+		}
+	}
+}
+
+// TestLineWithAdaptiveWorkers: with an adaptive pool, the line starts with
+// its count, and the utilization and the recommendation are for the count
+// at the reading, not for -workers; without, the line is as it was.
+func TestLineWithAdaptiveWorkers(t *testing.T) {
+	rng := AdaptiveRange{Min: 1, Max: 32, set: true}
+	var busy time.Duration // the workers' busy time at the reading
+	m := &Meter{Workers: 2, Range: rng, Busy: func(time.Time) (time.Duration, uint64) { return busy, 0 }}
+	t0 := time.Now()
+	prev := Reading{At: t0}
+	// 8 workers' worth busy over 5 s, 40 reconciles of 1 s: 16 workers
+	// busy at 0.5, Little's law 8/s × 1 s / 0.7 = 12.
+	cur := Reading{At: t0.Add(5 * time.Second), Busy: 40 * time.Second, Reconciles: 40,
+		Queue:    scheduler.Stats{Adds: 40},
+		Adaptive: otelqueue.AdaptiveStats{Limit: 16, Min: 1, Max: 32, Changes: 3, Reason: otelqueue.ReasonDemand}, AdaptiveOK: true}
+	l := m.Line(prev, cur)
+	if !strings.HasPrefix(l, "workers=16 (adaptive 1..32, last: demand, 3 changes) adds/s=8.0 ") || !strings.Contains(l, " utilization=0.50 ") {
+		t.Errorf("adaptive at 16: %q", l)
+	}
+	// At 8 workers, saturated: recommend more, within the pool's range.
+	cur.Adaptive.Limit = 8
+	cur.Busy = 39 * time.Second
+	l = m.Line(prev, cur)
+	if !strings.Contains(l, " utilization=0.97 ") || !strings.Contains(l, "→ recommend 12 workers, within -adaptive-workers 1:32") {
+		t.Errorf("adaptive at 8, saturated: %q", l)
+	}
+	m.Range = AdaptiveRange{Min: 1, Max: 8, set: true}
+	cur.Adaptive.Max = 8
+	if l = m.Line(prev, cur); !strings.Contains(l, "→ recommend 12 workers: above -adaptive-workers 1:8, raise its MAX") {
+		t.Errorf("adaptive at its MAX 8, saturated: %q", l)
+	}
+	// The pool not running (yet): the line is a fixed count's.
+	cur.AdaptiveOK = false
+	if l = m.Line(prev, cur); strings.Contains(l, "workers=") || !strings.Contains(l, " utilization=3.90 ") {
+		t.Errorf("no pool running: %q", l)
+	}
+	// A downstream limit: no more than the pool's count.
+	w := Window{Seconds: 5, Workers: 4, Adaptive: rng, Adds: 100, Busy: 19 * time.Second, Reconciles: 25,
+		Client: Split{Work: 19 * time.Second, LimiterWait: 15 * time.Second, Client: true}}
+	if s := w.String(); !strings.Contains(s, "bottleneck=client-rate-limit") || !strings.HasSuffix(s, "→ no more than 4 workers") {
+		t.Errorf("adaptive, client-limited: %q", s)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/traceparent"
 )
@@ -28,19 +29,27 @@ import (
 const VersionKey = "version"
 
 // Workload writes the example's ConfigMaps through its Cluster's
-// WorkloadClient: Seed creates them, Run updates them at -churn per second
-// (and BurstSize at once every BurstEvery), each write a merge patch of
-// the data version and the tracing.k8s.io/traceparent annotation in a
-// "workload update" span, so that the reconcile the write causes links to
-// it. It counts the writes it was asked for against those
-// done, for the summary.
+// WorkloadClient: Seed creates them, Run updates them at -churn per second,
+// changed during the run by -churn-schedule (and BurstSize at once every
+// BurstEvery), each write a merge patch of the data version and the
+// tracing.k8s.io/traceparent annotation in a "workload update" span, so
+// that the reconcile the write causes links to it. It counts the writes it
+// was asked for against those done, for the summary.
 type Workload struct {
-	Cluster    *Cluster
-	Namespace  string
-	Objects    int
-	Churn      float64 // updates per second
+	Cluster   *Cluster
+	Namespace string
+	Objects   int
+	// Churn is the updates per second from the start of Run; Schedule
+	// changes it at times after the start (increasing, as -churn-schedule
+	// checks them). The writes requested are those of each rate over its
+	// stretch of the run, so a change keeps the count of those requested.
+	Churn      float64
+	Schedule   ChurnSchedule
 	BurstEvery time.Duration
 	BurstSize  int
+	// Clock is the clock of Run's schedule and of the counts; nil means
+	// the real one (tests step a fake one).
+	Clock clock.WithTicker
 	// Tracer makes the "workload update" spans; nil means the global
 	// provider's tracer at the time of Run.
 	Tracer trace.Tracer
@@ -146,13 +155,18 @@ func (w *Workload) Run(ctx context.Context) {
 		tracer = otel.Tracer("github.com/otelqueue/otelqueue/internal/examplecluster")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	start := time.Now()
+	clk := w.clock()
+	start := clk.Now()
 	w.runID = strconv.FormatInt(start.UnixNano(), 36)
 	w.start.Store(&start)
-	timer := time.NewTimer(time.Hour)
+	timer := clk.NewTimer(time.Hour)
 	defer timer.Stop()
+	step := 0 // the next change of the schedule, to log
 	for issued := uint64(0); ; {
-		elapsed := time.Since(start)
+		elapsed := clk.Since(start)
+		for ; step < len(w.Schedule) && elapsed >= w.Schedule[step].At; step++ {
+			log.Printf("workload: %g updates per second from %v on (-churn-schedule %v), %g before", w.Schedule[step].Churn, w.Schedule[step].At, w.Schedule, w.churnAt(w.Schedule[step].At-1))
+		}
 		if issued < w.due(elapsed) {
 			issued++
 			w.started.Store(issued)
@@ -171,32 +185,102 @@ func (w *Workload) Run(ctx context.Context) {
 		select {
 		case <-wctx.Done():
 			return
-		case <-timer.C:
+		case <-timer.C():
 		}
 	}
 }
 
-// due returns the number of writes requested in the first elapsed of a run.
-func (w *Workload) due(elapsed time.Duration) uint64 {
-	n := uint64(math.Floor(elapsed.Seconds() * w.Churn))
-	if w.BurstEvery > 0 && w.BurstSize > 0 {
-		n += uint64(elapsed/w.BurstEvery) * uint64(w.BurstSize)
+// clock returns the workload's clock.
+func (w *Workload) clock() clock.WithTicker {
+	if w.Clock == nil {
+		return clock.RealClock{}
 	}
-	return n
+	return w.Clock
 }
 
-// next returns how long after elapsed the next write is due, and false when
-// none ever is.
+// stretch returns the stretch of the schedule elapsed falls in: its start,
+// its rate, the churn writes requested before it (not rounded), and the
+// start of the next one (ok false: none follows).
+func (w *Workload) stretch(elapsed time.Duration) (from time.Duration, rate, before float64, until time.Duration, ok bool) {
+	rate = w.Churn
+	for _, s := range w.Schedule {
+		if elapsed < s.At {
+			return from, rate, before, s.At, true
+		}
+		before += rate * (s.At - from).Seconds()
+		from, rate = s.At, s.Churn
+	}
+	return from, rate, before, 0, false
+}
+
+// churnAt returns the updates per second requested elapsed into a run.
+func (w *Workload) churnAt(elapsed time.Duration) float64 {
+	_, rate, _, _, _ := w.stretch(elapsed)
+	return rate
+}
+
+// churned returns the churn writes requested in the first elapsed of a
+// run, not rounded: each rate of the schedule over its stretch.
+func (w *Workload) churned(elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	from, rate, before, _, _ := w.stretch(elapsed)
+	return before + rate*(elapsed-from).Seconds()
+}
+
+// bursts returns the burst writes requested in the first elapsed of a run.
+func (w *Workload) bursts(elapsed time.Duration) uint64 {
+	if w.BurstEvery <= 0 || w.BurstSize <= 0 || elapsed < 0 {
+		return 0
+	}
+	return uint64(elapsed/w.BurstEvery) * uint64(w.BurstSize)
+}
+
+// due returns the number of writes requested in the first elapsed of a run.
+func (w *Workload) due(elapsed time.Duration) uint64 {
+	return uint64(math.Floor(w.churned(elapsed))) + w.bursts(elapsed)
+}
+
+// next returns how long after elapsed the next write is due, or the rate
+// changes, and false when neither ever happens.
 func (w *Workload) next(elapsed time.Duration) (time.Duration, bool) {
 	wait, ok := time.Duration(math.MaxInt64), false
-	if w.Churn > 0 {
-		at := (math.Floor(elapsed.Seconds()*w.Churn) + 1) / w.Churn
+	from, rate, before, until, changes := w.stretch(elapsed)
+	if rate > 0 {
+		// The time the requested count reaches its next whole number at
+		// this rate.
+		at := from.Seconds() + (math.Floor(before+rate*(elapsed-from).Seconds())+1-before)/rate
 		wait, ok = max(time.Duration(at*float64(time.Second))-elapsed, time.Microsecond), true
+	}
+	if changes {
+		wait, ok = min(wait, until-elapsed), true
 	}
 	if w.BurstEvery > 0 && w.BurstSize > 0 {
 		wait, ok = min(wait, (elapsed/w.BurstEvery+1)*w.BurstEvery-elapsed), true
 	}
 	return wait, ok
+}
+
+// lagAfter is how long a write may be due and not started before the
+// workload counts as behind (besides the burst due last): half a second of
+// churn, at whatever rate the schedule asked for then.
+const lagAfter = 500 * time.Millisecond
+
+// settled returns the writes requested in the first elapsed of a run that
+// are no longer within the slack: those due lagAfter before elapsed, the
+// last burst excepted, and at most all but one of those due. It never
+// decreases with elapsed, whatever the schedule: an interval's requested
+// writes (WorkloadStats.Counted) are never negative.
+func (w *Workload) settled(elapsed time.Duration) uint64 {
+	n := uint64(math.Floor(w.churned(elapsed - lagAfter)))
+	if b := w.bursts(elapsed); b > 0 {
+		n += b - uint64(w.BurstSize)
+	}
+	if due := w.due(elapsed); n >= due {
+		n = max(due, 1) - 1
+	}
+	return n
 }
 
 // write bumps the data version of ConfigMap i in one merge patch that also
@@ -210,12 +294,13 @@ func (w *Workload) write(ctx context.Context, tracer trace.Tracer, i int) {
 	if len(carrier.Annotations) > 0 {
 		patch["metadata"] = map[string]any{"annotations": carrier.Annotations}
 	}
-	began := time.Now()
+	clk := w.clock()
+	began := clk.Now()
 	body, err := json.Marshal(patch)
 	if err == nil {
 		_, err = w.Cluster.WorkloadClient.CoreV1().ConfigMaps(w.Namespace).Patch(ctx, Name(i), types.MergePatchType, body, metav1.PatchOptions{})
 	}
-	w.busy.Add(int64(time.Since(began)))
+	w.busy.Add(int64(clk.Since(began)))
 	// Stopping is no failure of the write.
 	failed := err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled)
 	w.mu.Lock()
@@ -240,6 +325,12 @@ type WorkloadStats struct {
 	// Requested is the number of writes the flags asked for so far, Started
 	// those begun.
 	Requested, Started uint64
+	// Settled is the number of the requested writes that are due beyond
+	// the slack (a burst just due, half a second of churn at the rate of
+	// then): the workload is behind when it has not started them all.
+	Settled uint64
+	// Churn is the rate the schedule asks for now, in updates per second.
+	Churn float64
 	// Done is the number of writes the API server accepted; Failed those it
 	// refused (stopping excepted); Finished those that returned, whatever
 	// the outcome.
@@ -272,30 +363,26 @@ func (w *Workload) Stats() WorkloadStats {
 	w.mu.Unlock()
 	// Read after them: a write is started before it finishes.
 	st.Started, st.Busy = w.started.Load(), time.Duration(w.busy.Load())
-	st.Requested = max(w.due(time.Since(*start)), st.Started)
+	elapsed := w.clock().Since(*start)
+	st.Requested = max(w.due(elapsed), st.Started)
+	st.Settled, st.Churn = w.settled(elapsed), w.churnAt(elapsed)
 	return st
 }
 
-// Counted returns the number of requested writes that count in the summary
-// so far: those finished, and those overdue, i.e. due and unfinished beyond
-// slack. A write due within the slack and not finished yet (a burst due at
-// the end of an interval takes a moment) counts when it finishes: the
-// writes requested and those done in an interval are then the same, and
-// the done ones pass the requested ones only when overdue writes of earlier
-// intervals are done.
-func (s WorkloadStats) Counted(slack uint64) uint64 {
-	if s.Requested > s.Finished+slack {
-		return s.Requested - slack
-	}
-	return s.Finished
+// Slack is the backlog that is no lag: the writes requested and not yet
+// settled (a burst just due, half a second of churn).
+func (s WorkloadStats) Slack() uint64 {
+	return s.Requested - min(s.Settled, s.Requested)
 }
 
-// slack is the backlog that is no lag: a burst just due and half a second
-// of churn.
-func (w *Workload) slack() uint64 {
-	n := uint64(max(1, w.Churn/2))
-	if w.BurstEvery > 0 {
-		n += uint64(max(w.BurstSize, 0))
-	}
-	return n
+// Counted returns the number of requested writes that count in the summary
+// so far: those finished, and those overdue, i.e. settled and unfinished. A
+// write due within the slack and not finished yet (a burst due at the end
+// of an interval takes a moment) counts when it finishes: the writes
+// requested and those done in an interval are then the same, and the done
+// ones pass the requested ones only when overdue writes of earlier
+// intervals are done. It never decreases from one reading to the next, the
+// schedule's changes of rate included.
+func (s WorkloadStats) Counted() uint64 {
+	return max(s.Finished, s.Settled)
 }
