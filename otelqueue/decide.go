@@ -61,6 +61,10 @@ const (
 	// minStep is the smallest shrink for low utilization (but to Min) and
 	// the smallest step that goes on with an ascent.
 	minStep = 2
+	// staleWindows: windows in a row whose work is slower than the no-load
+	// time at the concurrency it was measured at make their work time the
+	// no-load one.
+	staleWindows = 3
 	// retriesShare: above it (retries over adds), errors are the
 	// bottleneck and the pool does not grow.
 	retriesShare = 0.5
@@ -125,6 +129,7 @@ type controller struct {
 	smoothBusy   float64       // and busy workers
 	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
 	noLoadBusy   float64       // smoothBusy when noLoad was measured
+	staleRun     int           // consecutive windows slower than noLoad at its concurrency
 	ceiling      int           // 0: none
 	ceilingSeen  bool          // the signs of the limit were seen at the ceiling
 	descending   bool          // the last change was a shrink for low utilization
@@ -177,8 +182,20 @@ func (c *controller) figures(w *window) figures {
 				c.smoothBase += time.Duration(baseSmoothing * float64(f.base-c.smoothBase))
 				c.smoothBusy += baseSmoothing * (f.busy - c.smoothBusy)
 			}
-			if c.noLoad == 0 || c.smoothBase < c.noLoad {
-				c.noLoad, c.noLoadBusy = c.smoothBase, c.smoothBusy
+			switch {
+			case c.noLoad == 0 || c.smoothBase < c.noLoad:
+				c.noLoad, c.noLoadBusy, c.staleRun = c.smoothBase, c.smoothBusy, 0
+			case f.busy < c.noLoadBusy+1 && float64(f.base) > (1+excessShare)*float64(c.noLoad):
+				// Slower at the concurrency the no-load time was measured
+				// at: the work changed (an initial list of no-op
+				// reconciles, then real ones). Three such windows in a row
+				// make the new work time the no-load one.
+				if c.staleRun++; c.staleRun >= staleWindows {
+					c.smoothBase, c.smoothBusy = f.base, f.busy
+					c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.busy, 0
+				}
+			default:
+				c.staleRun = 0
 			}
 		}
 		f.noLoad = c.noLoad

@@ -721,6 +721,24 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 		}
 	}
 
+	// The real work at the concurrency the fast work had, three windows:
+	// its work time becomes the no-load one, and more busy workers with
+	// the same work time are no gradient either.
+	r = newCtlRun(t, 1, 32, 8)
+	r.none(fast, 2, "a steady light load")
+	for range 3 {
+		r.feed(slow)
+	}
+	if r.c.noLoad < 50*time.Millisecond {
+		t.Fatalf("after three windows of 57ms work at 1.2 busy, the no-load time is %v, want the new work's", r.c.noLoad)
+	}
+	busier := load{done: 105, work: 57 * time.Millisecond, busy: 6}
+	for range 4 {
+		if d, f, ok := r.feed(busier); ok && d.reason == ReasonLatencyGradient || f.gradient {
+			t.Fatalf("window %d: %+v (gradient %v) with 6 busy at the work time of 1.2 busy; want no gradient", r.n, d, f.gradient)
+		}
+	}
+
 	r = newCtlRun(t, 1, 32, 16)
 	for range 3 {
 		r.feed(fast) // may shrink the limit for low utilization
