@@ -269,10 +269,12 @@ func TestApp(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	idle, congested := "e2e-idle-"+suffix, "e2e-congested-"+suffix
 
-	// Idle: 4 workers for 20 updates a second of 2 ms reconciles.
-	a := startApp(t, idle, "-workers", "4", "-churn", "20", "-latency", "2ms", "-latency-spread", "0",
+	// Idle: 4 workers for 20 updates a second of 2 ms reconciles, with an
+	// adaptive pool, which shrinks them for low utilization after two of
+	// its 5 s intervals: the dashboard's adaptive panels have data.
+	a := startApp(t, idle, "-workers", "4", "-adaptive-workers", "1:4", "-churn", "20", "-latency", "2ms", "-latency-spread", "0",
 		"-error-rate", "0.1", "-burst-every", "0", "-objects", "20")
-	time.Sleep(8 * time.Second)
+	time.Sleep(13 * time.Second)
 	a.stop()
 	// Congested: 1 worker for 40 updates a second of 40 ms reconciles.
 	c := startApp(t, congested, "-workers", "1", "-churn", "40", "-latency", "40ms", "-latency-spread", "0",

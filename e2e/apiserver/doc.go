@@ -10,7 +10,11 @@
 // with the same flags on its embedded fake cluster and report both side by
 // side; and start a second API server whose API Priority and Fairness
 // rejects the example's requests with 429, to record what the example and
-// otelqueue's signals show then. The table of those runs goes to stderr
+// otelqueue's signals show then; and run both examples with an adaptive
+// worker pool (-adaptive-workers) against a client limit and against that
+// throttling server, where the pool must not grow, and on the embedded
+// cluster through a surge of load, where it must grow and come back down.
+// The table of those runs goes to stderr
 // (which go test shows with -v or on a failure) and, with
 // OTELQUEUE_E2E_REPORT set, to that file, which make test-apiserver prints.
 //
