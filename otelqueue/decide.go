@@ -244,12 +244,6 @@ func (c *controller) limitClass(f *figures) string {
 	return ReasonLatencyGradient
 }
 
-// downstreamShare is the share of the work time spent waiting on a
-// downstream limit (the client's rate limiter, the API server's
-// Retry-After) from which that limit is the bottleneck: the threshold of
-// the bottleneck classes of example/prometheus/rules.yml.
-const downstreamShare = 0.25
-
 // decide returns the change w calls for at now, if any, and the window's
 // figures.
 func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) {

@@ -185,9 +185,7 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 			bad("-workers is %d, outside -adaptive-workers %v: with an adaptive pool, -workers is its starting count, from MIN to MAX", f.Workers, a)
 		}
 	}
-	for _, err := range f.ChurnSchedule.check(f.Duration) {
-		errs = append(errs, err)
-	}
+	errs = append(errs, f.ChurnSchedule.check(f.Duration)...)
 	if len(f.ChurnSchedule) > 0 && !f.Generate {
 		bad("-churn-schedule %v changes the workload's rate, and no workload runs (with -kubeconfig it runs only with -generate)", f.ChurnSchedule)
 	}
