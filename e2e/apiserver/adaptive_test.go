@@ -288,19 +288,7 @@ func TestAdaptiveOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("server-throttling", func(t *testing.T) {
-		p, err := startPlane("adaptive-throttled", planeAssets, map[string]string{
-			"max-requests-inflight":          "1",
-			"max-mutating-requests-inflight": "1",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := p.stop(); err != nil {
-				t.Errorf("stopping the throttled control plane: %v", err)
-			}
-		})
-		limitToOneSeat(t, p)
+		p := startThrottledPlane(t, "adaptive-throttled")
 		// A probe, the only step up a downstream limit allows, is to
 		// max(count+1, ceil(1.5 × count)) from a ceiling at most the
 		// start.

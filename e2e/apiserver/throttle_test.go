@@ -24,19 +24,7 @@ const throttled = "otelqueue-throttled"
 // that the server did reject requests, and records what the examples and
 // otelqueue's signals show then.
 func TestExamplesThrottledByAPIServer(t *testing.T) {
-	p, err := startPlane("throttled", planeAssets, map[string]string{
-		"max-requests-inflight":          "1",
-		"max-mutating-requests-inflight": "1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Errorf("stopping the throttled control plane: %v", err)
-		}
-	})
-	limitToOneSeat(t, p)
+	p := startThrottledPlane(t, "throttled")
 
 	for _, ex := range examples {
 		t.Run(ex.name, func(t *testing.T) {
@@ -78,6 +66,28 @@ func TestExamplesThrottledByAPIServer(t *testing.T) {
 var throttleFlags = map[string][]string{
 	"app":                {"-churn", "200", "-latency", "1ms", "-objects", "400", "-workers", "16", "-latency-spread", "0", "-error-rate", "0", "-burst-every", "0", "-summary-interval", "3s"},
 	"controller-runtime": {"-churn", "200", "-latency", "1ms", "-objects", "400", "-workers", "16", "-summary-interval", "3s"},
+}
+
+// startThrottledPlane starts a control plane named name whose server
+// concurrency limit is 2 and whose API Priority and Fairness gives the
+// examples one seat and no queue (limitToOneSeat); it stops when the test
+// ends.
+func startThrottledPlane(t *testing.T, name string) *plane {
+	t.Helper()
+	p, err := startPlane(name, planeAssets, map[string]string{
+		"max-requests-inflight":          "1",
+		"max-mutating-requests-inflight": "1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			t.Errorf("stopping the throttled control plane %q: %v", name, err)
+		}
+	})
+	limitToOneSeat(t, p)
+	return p
 }
 
 // limitToOneSeat creates the priority level (one nominal share of a server
