@@ -186,14 +186,7 @@ func timeOfDay(line string) (time.Duration, bool) {
 func sinceTimeOfDay(ref time.Time, at time.Duration) time.Duration {
 	h, m, sec := ref.Clock()
 	refTOD := time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second + time.Duration(ref.Nanosecond())
-	d := at - refTOD
-	switch {
-	case d > 12*time.Hour:
-		d -= 24 * time.Hour
-	case d < -12*time.Hour:
-		d += 24 * time.Hour
-	}
-	return d
+	return todSub(at, refTOD)
 }
 
 // log returns every line logged.
