@@ -95,8 +95,18 @@ func (p *Prometheus) get(ctx context.Context, path string, q url.Values, into an
 	return json.Unmarshal(r.Data, into)
 }
 
-// Query evaluates an instant PromQL query whose result is a vector.
+// Query evaluates an instant PromQL query whose result is a vector, now.
 func (p *Prometheus) Query(ctx context.Context, query string) ([]Sample, error) {
+	return p.QueryAt(ctx, query, time.Time{})
+}
+
+// QueryAt evaluates an instant PromQL query whose result is a vector at
+// time at (the zero time: now). Queries at one time see the same samples.
+func (p *Prometheus) QueryAt(ctx context.Context, query string, at time.Time) ([]Sample, error) {
+	q := url.Values{"query": {query}}
+	if !at.IsZero() {
+		q.Set("time", formatPromTime(at))
+	}
 	var data struct {
 		ResultType string `json:"resultType"`
 		Result     []struct {
@@ -104,7 +114,7 @@ func (p *Prometheus) Query(ctx context.Context, query string) ([]Sample, error) 
 			Value  [2]any            `json:"value"`
 		} `json:"result"`
 	}
-	if err := p.get(ctx, "/api/v1/query", url.Values{"query": {query}}, &data); err != nil {
+	if err := p.get(ctx, "/api/v1/query", q, &data); err != nil {
 		return nil, err
 	}
 	if data.ResultType != "vector" {

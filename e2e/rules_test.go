@@ -72,7 +72,7 @@ func startFastPrometheus(t *testing.T) *Prometheus {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(PrometheusConfig(stack.CollectorPromExporter, rules)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(PrometheusConfig(stack.CollectorPromExporter, rules, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &Process{

@@ -1,8 +1,9 @@
 // Command stack runs the native loopback stack of the end-to-end tests for
-// people without Docker: Jaeger v2 and an OpenTelemetry Collector (built
-// from the Go module proxy on first use) with example/collector/config.yaml,
-// and Debian's Prometheus with exemplar storage scraping the collector and
-// evaluating example/prometheus/rules.yml. It
+// people without Docker: Jaeger v2, an OpenTelemetry Collector with
+// example/collector/config.yaml, and Prometheus 3.16 with exemplar storage
+// and native histograms scraping the collector and evaluating
+// example/prometheus/rules.yml, all three built from the Go module proxy on
+// first use. It
 // prints where each listens and how to point the example app at it, and
 // runs until interrupted. Run it from e2e/ (make stack does).
 package main
