@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/otelqueuesdk"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Issue 22: scheduler-otel with otelqueuesdk.NativeHistograms' views on its
+// MeterProvider: each of the two histogram records also goes into an
+// exponential (native) stream. What that second stream costs per attempt is
+// this variant minus scheduler-otel, in the same run.
+func init() {
+	lifecycleVariants = append(lifecycleVariants,
+		lifecycleVariant{name: "scheduler-otel-native", start: startSchedulerOTelNative, check: checkNativeHistograms})
+}
+
+func startSchedulerOTelNative(tb testing.TB, name string) (func(string) string, func()) {
+	r := sdkmetric.NewManualReader()
+	readers[name] = r
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r), sdkmetric.WithView(otelqueuesdk.NativeHistograms(0)...))
+	s := scheduler.New(scheduler.Config[string]{Name: name})
+	if _, err := otelqueue.Instrument(s, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(noop.NewTracerProvider())); err != nil {
+		tb.Fatal(err)
+	}
+	return startQueue(func(string) queue { return s })(tb, name)
+}
+
+// checkNativeHistograms verifies that both streams of each histogram, the
+// classic and the native one, counted every step.
+func checkNativeHistograms(t *testing.T, name string, ops int) {
+	t.Helper()
+	checkOTelHistograms(t, name, ops)
+	var rm metricdata.ResourceMetrics
+	if err := readers[name].Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.ExponentialHistogram[float64]); ok {
+				for _, dp := range h.DataPoints {
+					counts[m.Name] += dp.Count
+				}
+			}
+		}
+	}
+	for _, m := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+		if n := counts[m+otelqueuesdk.NativeSuffix]; n < uint64(ops) {
+			t.Errorf("%s: %s counted %d after %d ops: the native stream is not attached", name, m+otelqueuesdk.NativeSuffix, n, ops)
+		}
+	}
+}
