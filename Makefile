@@ -138,9 +138,13 @@ rules:
 	sh example/prometheus/queue-figures_test.sh
 
 # The real stack on loopback: Jaeger, a collector and Prometheus built from
-# the Go module proxy (cached in e2e/.bin), and the example app.
+# the Go module proxy (cached in e2e/.bin), and the example app; it prints
+# TestNativeHistograms' table of quantiles, classic against native.
 e2e:
-	cd e2e && $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/apiserver$$')
+	mkdir -p e2e/.results && rm -f e2e/.results/native-histograms.md
+	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/apiserver$$')
+	@echo "== quantiles from classic and from native buckets, on Prometheus 3.16 (e2e/.results/native-histograms.md)"
+	@cat e2e/.results/native-histograms.md
 
 # The test binary is built once and run COUNT times, each round running
 # every benchmark once (go test -count would run each one COUNT times in a

@@ -110,7 +110,12 @@
 // An application that serves both registries on one endpoint (for example
 // through prometheus.Gatherers{metrics.Registry, exporterRegistry}, as
 // controllerruntime/example does) therefore exposes each workqueue_* series
-// exactly once. The descriptions of the shared metrics are
+// exactly once. controller-runtime's two histograms carry native (sparse)
+// buckets beside their classic ones; otelqueue's do too with
+// otelqueuesdk.NativeHistograms' views, served through
+// otelqueuesdk.MergeNativeHistograms(exporterRegistry), or, when the
+// exporter registers with metrics.Registry itself, through
+// otelprom.WithRegisterer(otelqueuesdk.NativeHistogramRegisterer(metrics.Registry)). The descriptions of the shared metrics are
 // controller-runtime's help texts, word for word, so that this also works
 // while other controllers of the application keep controller-runtime's own
 // queue: each workqueue_* family then holds the series of both kinds.

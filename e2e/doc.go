@@ -23,4 +23,5 @@
 //	OTELQUEUE_E2E_PROMETHEUS  use this Prometheus binary (3.x) instead of building one
 //	OTELQUEUE_E2E_PROMTOOL    use this promtool instead of building one (make rules)
 //	OTELQUEUE_E2E_KEEP=1      keep the temporary directory (configs, logs, TSDB)
+//	OTELQUEUE_E2E_RESULTS     a directory where TestNativeHistograms writes its table of quantiles
 package e2e

@@ -22,7 +22,11 @@ type Prometheus struct {
 type Sample struct {
 	Metric map[string]string
 	Time   time.Time
-	Value  float64
+	// Value is the float value, or a native histogram's count.
+	Value float64
+	// Histogram says the sample is a native histogram (whose sum is Sum).
+	Histogram bool
+	Sum       float64
 }
 
 // ExemplarSeries is one series of a query_exemplars answer.
@@ -110,8 +114,9 @@ func (p *Prometheus) QueryAt(ctx context.Context, query string, at time.Time) ([
 	var data struct {
 		ResultType string `json:"resultType"`
 		Result     []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
+			Metric    map[string]string `json:"metric"`
+			Value     [2]any            `json:"value"`
+			Histogram *[2]any           `json:"histogram"`
 		} `json:"result"`
 	}
 	if err := p.get(ctx, "/api/v1/query", q, &data); err != nil {
@@ -122,6 +127,22 @@ func (p *Prometheus) QueryAt(ctx context.Context, query string, at time.Time) ([
 	}
 	out := make([]Sample, 0, len(data.Result))
 	for _, r := range data.Result {
+		if r.Histogram != nil { // a native histogram: {"count": "N", "sum": "S", "buckets": [...]}
+			ts, _ := r.Histogram[0].(float64)
+			h, _ := r.Histogram[1].(map[string]any)
+			cs, _ := h["count"].(string)
+			ss, _ := h["sum"].(string)
+			count, err := strconv.ParseFloat(cs, 64)
+			if err != nil {
+				return nil, fmt.Errorf("query %q: histogram count %v: %w", query, h["count"], err)
+			}
+			sum, err := strconv.ParseFloat(ss, 64)
+			if err != nil {
+				return nil, fmt.Errorf("query %q: histogram sum %v: %w", query, h["sum"], err)
+			}
+			out = append(out, Sample{Metric: r.Metric, Time: time.UnixMilli(int64(ts * 1000)), Value: count, Histogram: true, Sum: sum})
+			continue
+		}
 		ts, _ := r.Value[0].(float64)
 		vs, _ := r.Value[1].(string)
 		v, err := strconv.ParseFloat(vs, 64)

@@ -70,10 +70,11 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		defer cancel()
 	}
 	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{
-		ServiceName:   "otelqueue-controller-runtime-example",
-		MetricsAddr:   cfg.MetricsAddr,
-		Gatherer:      ctrlmetrics.Registry, // one scrape with controller-runtime's series
-		SpanProcessor: cfg.spans,
+		ServiceName:      "otelqueue-controller-runtime-example",
+		MetricsAddr:      cfg.MetricsAddr,
+		NativeHistograms: cfg.NativeHistograms,
+		Gatherer:         ctrlmetrics.Registry, // one scrape with controller-runtime's series
+		SpanProcessor:    cfg.spans,
 	})
 	if err != nil {
 		return err

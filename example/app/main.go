@@ -54,7 +54,7 @@ func run() error {
 		defer cancel()
 	}
 
-	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr})
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr, NativeHistograms: cfg.NativeHistograms})
 	if err != nil {
 		return err
 	}

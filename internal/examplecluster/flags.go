@@ -43,12 +43,15 @@ const (
 
 // Flags are the flags both examples have.
 type Flags struct {
-	Kubeconfig   string
-	Namespace    string
-	Duration     time.Duration
-	MetricsAddr  string
-	Workers      int
-	SummaryEvery time.Duration
+	Kubeconfig  string
+	Namespace   string
+	Duration    time.Duration
+	MetricsAddr string
+	// NativeHistograms is -native-histograms: native buckets beside the
+	// classic ones (exampletelemetry.Config.NativeHistograms).
+	NativeHistograms bool
+	Workers          int
+	SummaryEvery     time.Duration
 	// Generate says whether the workload runs: by default with the fake
 	// cluster, and with -kubeconfig only when asked for.
 	Generate bool
@@ -97,6 +100,7 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.StringVar(&f.Namespace, "namespace", "otelqueue-demo", "namespace whose ConfigMaps the controller watches")
 	fs.DurationVar(&f.Duration, "duration", 0, "stop cleanly after this long (0: run until SIGINT or SIGTERM)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", d.MetricsAddr, "address serving Prometheus metrics at /metrics (empty: off)")
+	fs.BoolVar(&f.NativeHistograms, "native-histograms", true, "serve the queue-wait and work-duration histograms with native (sparse, schema 3) buckets beside the classic ones, as controller-runtime does: both in one histogram at /metrics (a Prometheus that scrapes native histograms asks for the protobuf format, which carries both; the text formats show the classic buckets), and a second stream, workqueue.queue.duration.native and workqueue.work.duration.native, over OTLP (otelqueuesdk.NativeHistograms; docs/metrics.md#native-histograms). -native-histograms=false: classic buckets only")
 	fs.IntVar(&f.Workers, "workers", d.Workers, d.WorkersUsage+"; with -adaptive-workers, the pool's starting count, within its MIN:MAX")
 	fs.DurationVar(&f.SummaryEvery, "summary-interval", 5*time.Second, "how often to print the queue summary line (0: never)")
 	fs.Var(&f.generate, "generate", "run the synthetic workload (default: on with the embedded cluster; off with -kubeconfig, where it writes ConfigMaps in -namespace, so it must be asked for)")

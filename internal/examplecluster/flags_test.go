@@ -81,8 +81,9 @@ func TestGenerateDependsOnKubeconfig(t *testing.T) {
 	}
 }
 
-// TestUsage checks -h: -generate's default is said once, in words, and the
-// client limits name client-go's and controller-runtime's defaults.
+// TestUsage checks -h: -generate's default is said once, in words,
+// -native-histograms is on, and the client limits name client-go's and
+// controller-runtime's defaults.
 func TestUsage(t *testing.T) {
 	var f Flags
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -91,8 +92,15 @@ func TestUsage(t *testing.T) {
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	usage := b.String()
-	if n := strings.Count(usage, "(default true"); n > 0 {
-		t.Errorf("-h says \"(default true\" %d times:\n%s", n, usage)
+	// -generate's default depends on -kubeconfig: said in words, never as
+	// flag's "(default true)". -native-histograms is a plain bool, on.
+	_, generate, _ := strings.Cut(usage, "  -generate\n")
+	generate, _, _ = strings.Cut(generate, "\n  -")
+	if strings.Contains(generate, "(default true") || strings.Contains(generate, "(default false") {
+		t.Errorf("-h gives -generate a flag-style default:\n%s", generate)
+	}
+	if n := strings.Count(usage, "(default true)"); n != 1 || !strings.Contains(usage, "classic buckets only (default true)") {
+		t.Errorf("-h says \"(default true)\" %d times, want once, for -native-histograms:\n%s", n, usage)
 	}
 	for _, want := range []string{"on with the embedded cluster; off with -kubeconfig", "client-go's default is 5", "controller-runtime's GetConfig turns the client-side limit off", "client-go's default is 10",
 		"-workload-qps", "0: no client-side limit", "0: max(1, ceil(-workload-qps))", "-server-qps", "429 Too Many Requests with Retry-After: 1", "watches are exempt",

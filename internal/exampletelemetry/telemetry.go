@@ -43,6 +43,12 @@ type Config struct {
 	// Gatherer is served at /metrics with the exporter's series, in one
 	// scrape. Nil means the Go and process collectors.
 	Gatherer prometheus.Gatherer
+	// NativeHistograms gives the queue-wait and work-duration histograms
+	// native buckets beside their classic ones, as controller-runtime serves
+	// them (otelqueuesdk.NativeHistograms): in one histogram at /metrics
+	// (otelqueuesdk.MergeNativeHistograms), and as a second stream, an
+	// exponential histogram named <name>.native, over OTLP.
+	NativeHistograms bool
 	// SpanProcessor, when set (by tests), also receives every span.
 	SpanProcessor sdktrace.SpanProcessor
 	// Logf receives warnings, export problems and the flush notice. Nil
@@ -99,6 +105,9 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		traceOpts = append(traceOpts, sdktrace.WithSampler(otelqueuesdk.LinkSampled(sdktrace.ParentBased(sdktrace.AlwaysSample()))))
 	} // else the SDK reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG.
 	metricOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	if cfg.NativeHistograms {
+		metricOpts = append(metricOpts, sdkmetric.WithView(otelqueuesdk.NativeHistograms(0)...))
+	}
 
 	// Exporters per signal, as OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER
 	// and OTEL_EXPORTER_OTLP_* ask (exporters.go). They connect lazily and
@@ -171,7 +180,13 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 			t.logf("%s", w)
 		}
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, reg}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+		var served prometheus.Gatherer = reg
+		if cfg.NativeHistograms {
+			served = otelqueuesdk.MergeNativeHistograms(reg)
+		}
+		// OpenMetrics carries the exemplars; a Prometheus that scrapes native
+		// histograms asks for the protobuf format, which has both.
+		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, served}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 		t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
 		go func() {

@@ -43,7 +43,8 @@ In another terminal, run the example against it:
 or over OTLP/HTTP: OTEL_EXPORTER_OTLP_ENDPOINT=http://%[4]s OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf make demo
 (every variable: docs/environment.md)
 
-(Jaeger built from Go modules has no UI; docker compose up gives the full stack with UIs.)
+(Jaeger and Prometheus built from Go modules have no UI: use their HTTP APIs, e.g.
+http://%[3]s/api/v1/query?query=workqueue_depth; docker compose up gives the full stack with UIs.)
 `, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP, s.CollectorOTLPHTTP, s.RulesFile)
 	<-ctx.Done()
 }
