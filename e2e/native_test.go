@@ -197,6 +197,70 @@ func TestNativeHistograms(t *testing.T) {
 	}
 }
 
+// TestNativeHistogramsPrometheusOTLP sends the example's metrics over OTLP
+// straight to Prometheus's own OTLP receiver (its traces still go to the
+// collector and on to Jaeger): the classic stream is stored as _bucket
+// series, the native one as a native histogram under the stream's own name,
+// workqueue_queue_duration_native_seconds (Prometheus relabels no OTLP
+// input), and the native histogram's exemplars resolve in Jaeger
+// (docs/metrics.md#native-histograms says so).
+func TestNativeHistogramsPrometheusOTLP(t *testing.T) {
+	service := "e2e-native-otlp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	env := append(stack.OTelEnv(),
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+stack.PrometheusOTLPMetricsURL(),
+		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/protobuf")
+	app := startAppEnv(t, env, service, "-native-histograms", "-workers", "1", "-churn", "20", "-latency", "40ms", "-latency-spread", "0.25",
+		"-error-rate", "0", "-burst-every", "0", "-objects", "200")
+	ctx := context.Background()
+	p := stack.PrometheusAPI
+	sel := fmt.Sprintf(`job=%q`, service)
+	for _, q := range []string{
+		fmt.Sprintf(`histogram_count(sum(increase(workqueue_queue_duration_native_seconds{%s}[30s])))`, sel),
+		fmt.Sprintf(`histogram_count(sum(increase(workqueue_work_duration_native_seconds{%s}[30s])))`, sel),
+		fmt.Sprintf(`sum(increase(workqueue_queue_duration_seconds_bucket{%s,le="+Inf"}[30s]))`, sel),
+	} {
+		Eventually(t, 90*time.Second, time.Second, func() error {
+			s, err := p.Query(ctx, q)
+			if err != nil {
+				return err
+			}
+			if len(s) == 0 || s[0].Value < 100 {
+				return fmt.Errorf("%s: %v, want 100 or more observations", q, s)
+			}
+			return nil
+		})
+	}
+	app.stop()
+	var exemplars []Exemplar
+	Eventually(t, 30*time.Second, time.Second, func() error {
+		series, err := p.QueryExemplars(ctx, fmt.Sprintf(`workqueue_queue_duration_native_seconds{%s}`, sel), time.Now().Add(-5*time.Minute), time.Now())
+		if err != nil {
+			return err
+		}
+		exemplars = exemplars[:0]
+		for _, s := range series {
+			exemplars = append(exemplars, s.Exemplars...)
+		}
+		if len(exemplars) == 0 {
+			return errors.New("no exemplars on the native histogram yet")
+		}
+		return nil
+	})
+	e := exemplars[0]
+	var tr Trace
+	if err := poll(ctx, 30*time.Second, 200*time.Millisecond, func() error {
+		var err error
+		tr, err = stack.JaegerAPI.GetTrace(ctx, e.TraceID())
+		return err
+	}); err != nil {
+		t.Fatalf("exemplar trace %s: %v", e.TraceID(), err)
+	}
+	if qs := tr.SpansNamed("queued"); len(qs) != 1 || qs[0].SpanID != e.SpanID() {
+		t.Errorf("exemplar %v: trace %s has queued spans %v, want the exemplar's span", e.Labels, tr.TraceID, qs)
+	}
+	t.Logf("%d exemplars on the native histogram from Prometheus's OTLP receiver; the first resolved in Jaeger", len(exemplars))
+}
+
 // classicBounds returns the finite upper bounds of the classic buckets
 // that query (a count by (le)) finds, in increasing order.
 func classicBounds(t *testing.T, p *Prometheus, query string, at time.Time) []float64 {

@@ -208,6 +208,9 @@ func StartWith(ctx context.Context, bins Binaries, log io.Writer) (_ *Stack, err
 			"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
 			"--web.listen-address=" + s.PrometheusHTTP,
 			"--enable-feature=exemplar-storage",
+			// OTLP straight into Prometheus (/api/v1/otlp/v1/metrics), for
+			// TestNativeHistogramsPrometheusOTLP.
+			"--web.enable-otlp-receiver",
 			"--log.level=info",
 		},
 		Dir:     dir,
@@ -357,6 +360,12 @@ func (s *Stack) ScrapeApp(addrs ...string) error {
 		return err
 	}
 	return os.Rename(tmp, s.appTargetsFile()) // Prometheus never reads half a file
+}
+
+// PrometheusOTLPMetricsURL is the OTLP/HTTP metrics endpoint of the stack's
+// Prometheus (its OTLP receiver), for OTEL_EXPORTER_OTLP_METRICS_ENDPOINT.
+func (s *Stack) PrometheusOTLPMetricsURL() string {
+	return "http://" + s.PrometheusHTTP + "/api/v1/otlp/v1/metrics"
 }
 
 // PrometheusConfig is the stack's Prometheus configuration, for Prometheus
