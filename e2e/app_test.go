@@ -271,10 +271,19 @@ func TestApp(t *testing.T) {
 
 	// Idle: 4 workers for 20 updates a second of 2 ms reconciles, with an
 	// adaptive pool, which shrinks them for low utilization after two of
-	// its 5 s intervals: the dashboard's adaptive panels have data.
+	// its 5 s intervals: the dashboard's adaptive panels have data. The
+	// app runs until the pool has logged its change, and 3 s more for the
+	// metrics to be exported (a fixed 13 s was too short once on a busy
+	// machine, where the pool had not decided yet).
 	a := startApp(t, idle, "-workers", "4", "-adaptive-workers", "1:4", "-churn", "20", "-latency", "2ms", "-latency-spread", "0",
 		"-error-rate", "0.1", "-burst-every", "0", "-objects", "20")
-	time.Sleep(13 * time.Second)
+	Eventually(t, 45*time.Second, 200*time.Millisecond, func() error {
+		if !strings.Contains(a.output(), "INFO adaptive workers queue=configmaps from=4") {
+			return errors.New("the idle app's adaptive pool has not changed its workers yet")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second)
 	a.stop()
 	// Congested: 1 worker for 40 updates a second of 40 ms reconciles.
 	c := startApp(t, congested, "-workers", "1", "-churn", "40", "-latency", "40ms", "-latency-spread", "0",
