@@ -35,6 +35,7 @@ The stack is up (Ctrl-C stops it):
   Jaeger HTTP API      http://%[2]s/api/traces?service=otelqueue-example
   Prometheus           http://%[3]s  (try: histogram_quantile(0.99, sum by (le) (rate(workqueue_queue_duration_seconds_bucket[1m]))))
   rules and alerts     http://%[3]s/api/v1/rules, /api/v1/alerts  (%[5]s; try: queue:workqueue_recommended_workers:littles_law)
+  Prometheus OTLP      %[6]s  (metrics straight into Prometheus: OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, with OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/protobuf)
 
 In another terminal, run the example against it:
 
@@ -45,6 +46,6 @@ or over OTLP/HTTP: OTEL_EXPORTER_OTLP_ENDPOINT=http://%[4]s OTEL_EXPORTER_OTLP_P
 
 (Jaeger and Prometheus built from Go modules have no UI: use their HTTP APIs, e.g.
 http://%[3]s/api/v1/query?query=workqueue_depth; docker compose up gives the full stack with UIs.)
-`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP, s.CollectorOTLPHTTP, s.RulesFile)
+`, s.CollectorOTLPGRPC, s.JaegerQueryHTTP, s.PrometheusHTTP, s.CollectorOTLPHTTP, s.RulesFile, s.PrometheusOTLPMetricsURL())
 	<-ctx.Done()
 }
