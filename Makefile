@@ -128,7 +128,7 @@ fuzz:
 # computes the same figures from two scrapes, on the same cases
 # (queue-figures_test.sh, testdata/). promtool is that of the Prometheus the
 # e2e stack runs (3.16, built from the Go module proxy and cached in
-# e2e/.bin: about 19 minutes cold, docs/testing.md#how-long).
+# e2e/.bin: 8 to 19 minutes cold, docs/testing.md#how-long).
 rules:
 	@promtool=$$($(PROMTOOL)) || exit 1; \
 	echo "== $$promtool check config example/prometheus/prometheus.yml"; \

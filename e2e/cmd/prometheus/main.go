@@ -1,6 +1,6 @@
 // Command prometheus prints the path of Prometheus or promtool (its
 // argument), built from the Go module proxy (e2e/tools/prometheus; about
-// 19 minutes when cold, 30 s from a warm Go build cache) and cached in
+// 8 to 19 minutes when cold, 33 s from a warm Go build cache) and cached in
 // e2e/.bin or $OTELQUEUE_E2E_BIN_DIR, or the binary named by
 // $OTELQUEUE_E2E_PROMETHEUS or $OTELQUEUE_E2E_PROMTOOL. Progress goes to
 // stderr, the path alone to stdout, so that
