@@ -3,16 +3,25 @@ package exampletelemetry
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log"
 	"net"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"go.opentelemetry.io/otel"
 	"go.uber.org/goleak"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 func TestMain(m *testing.M) {
@@ -404,5 +413,67 @@ func TestMetricsAddrExposureWarning(t *testing.T) {
 	}
 	if out := logs.String(); strings.Contains(out, "warning") {
 		t.Errorf("loopback -metrics-addr logged a warning:\n%s", out)
+	}
+}
+
+// TestNativeHistograms: with Config.NativeHistograms, /metrics serves the
+// queue-wait and work-duration histograms with classic and native (schema
+// 3) buckets in one histogram to a scraper that asks for protobuf, as a
+// Prometheus that keeps native histograms does, and no *_native_* family;
+// without it, classic buckets only.
+func TestNativeHistograms(t *testing.T) {
+	for _, native := range []bool{true, false} {
+		t.Run(fmt.Sprintf("NativeHistograms=%v", native), func(t *testing.T) {
+			setEnv(t)
+			tel := setup(t, Config{ServiceName: "test", MetricsAddr: "127.0.0.1:0", NativeHistograms: native})
+			q := scheduler.New(scheduler.Config[string]{Name: "native"})
+			defer q.ShutDown()
+			if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(tel.MeterProvider)); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"a", "b", "c"} {
+				q.Add(k)
+				item, _ := q.Get()
+				q.Done(item)
+			}
+			req, err := http.NewRequest(http.MethodGet, tel.MetricsURL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
+			families := map[string]*dto.MetricFamily{}
+			for {
+				mf := &dto.MetricFamily{}
+				if err := dec.Decode(mf); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					t.Fatal(err)
+				}
+				families[mf.GetName()] = mf
+				if strings.Contains(mf.GetName(), "_native") {
+					t.Errorf("family %s served", mf.GetName())
+				}
+			}
+			for _, name := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
+				mf := families[name]
+				if mf == nil || len(mf.GetMetric()) != 1 {
+					t.Fatalf("%s: %v, want one series", name, mf)
+				}
+				h := mf.GetMetric()[0].GetHistogram()
+				if len(h.GetBucket()) == 0 || h.GetSampleCount() != 3 {
+					t.Errorf("%s: %d classic buckets, count %d; want classic buckets of 3 observations", name, len(h.GetBucket()), h.GetSampleCount())
+				}
+				if hasNative := h.Schema != nil; hasNative != native || (native && h.GetSchema() != 3) {
+					t.Errorf("%s: native buckets %v (schema %d), want %v at schema 3", name, hasNative, h.GetSchema(), native)
+				}
+			}
+		})
 	}
 }
