@@ -2,17 +2,12 @@ package controllerruntime_test
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -82,7 +77,7 @@ func TestNativeHistogramsAsControllerRuntime(t *testing.T) {
 
 			srv := httptest.NewServer(promhttp.HandlerFor(prometheus.Gatherers{ctrlmetrics.Registry, gatherer}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 			defer srv.Close()
-			mfs := scrapeProtobuf(t, srv.URL)
+			mfs := testutil.ScrapeProtobuf(t, srv.URL)
 			for name := range mfs {
 				if strings.Contains(name, "_native") {
 					t.Errorf("family %s served: the native stream must be folded into its histogram", name)
@@ -121,41 +116,4 @@ func TestNativeHistogramsAsControllerRuntime(t *testing.T) {
 			}
 		})
 	}
-}
-
-// scrapeProtobuf scrapes url as a Prometheus server that keeps native
-// histograms does (the delimited protobuf format) and returns the families
-// by name.
-func scrapeProtobuf(t *testing.T, url string) map[string]*dto.MetricFamily {
-	t.Helper()
-	r, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Header.Set("Accept", `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`)
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %s", resp.Status)
-	}
-	format := expfmt.ResponseFormat(resp.Header)
-	if format.FormatType() != expfmt.TypeProtoDelim {
-		t.Fatalf("scrape answered %q, want the delimited protobuf format", format)
-	}
-	dec := expfmt.NewDecoder(resp.Body, format)
-	out := map[string]*dto.MetricFamily{}
-	for {
-		mf := &dto.MetricFamily{}
-		if err := dec.Decode(mf); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			t.Fatal(err)
-		}
-		out[mf.GetName()] = mf
-	}
-	return out
 }

@@ -326,26 +326,9 @@ func withNative(bm, tm *dto.Metric) *dto.Metric {
 		// both streams start when the instrument is created.
 		created = th.CreatedTimestamp
 	}
-	h := &dto.Histogram{
-		SampleCount:      bh.SampleCount,
-		SampleCountFloat: bh.SampleCountFloat,
-		SampleSum:        bh.SampleSum,
-		Bucket:           bh.Bucket,
-		CreatedTimestamp: created,
-
-		Schema:         nh.Schema,
-		ZeroThreshold:  nh.ZeroThreshold,
-		ZeroCount:      nh.ZeroCount,
-		ZeroCountFloat: nh.ZeroCountFloat,
-		NegativeSpan:   nh.NegativeSpan,
-		NegativeDelta:  nh.NegativeDelta,
-		NegativeCount:  nh.NegativeCount,
-		PositiveSpan:   nh.PositiveSpan,
-		PositiveDelta:  nh.PositiveDelta,
-		PositiveCount:  nh.PositiveCount,
-		Exemplars:      th.Exemplars,
-	}
-	return &dto.Metric{Label: bm.Label, Histogram: h, TimestampMs: bm.TimestampMs}
+	nh.SampleCount, nh.SampleCountFloat, nh.SampleSum, nh.Bucket = bh.SampleCount, bh.SampleCountFloat, bh.SampleSum, bh.Bucket
+	nh.CreatedTimestamp, nh.Exemplars = created, th.Exemplars
+	return &dto.Metric{Label: bm.Label, Histogram: nh, TimestampMs: bm.TimestampMs}
 }
 
 // nativeOnly returns the twin metric tm as it is served without a classic
@@ -359,29 +342,14 @@ func nativeOnly(tm *dto.Metric) *dto.Metric {
 	if !ok {
 		return tm // not valid native buckets: served as the exporter made them
 	}
-	h := &dto.Histogram{
-		SampleCount:      th.SampleCount,
-		SampleCountFloat: th.SampleCountFloat,
-		SampleSum:        th.SampleSum,
-		Bucket:           th.Bucket,
-		CreatedTimestamp: th.CreatedTimestamp,
-
-		Schema:         nh.Schema,
-		ZeroThreshold:  nh.ZeroThreshold,
-		ZeroCount:      nh.ZeroCount,
-		ZeroCountFloat: nh.ZeroCountFloat,
-		NegativeSpan:   nh.NegativeSpan,
-		NegativeDelta:  nh.NegativeDelta,
-		NegativeCount:  nh.NegativeCount,
-		PositiveSpan:   nh.PositiveSpan,
-		PositiveDelta:  nh.PositiveDelta,
-		PositiveCount:  nh.PositiveCount,
-		Exemplars:      th.Exemplars,
-	}
-	return &dto.Metric{Label: tm.Label, Histogram: h, TimestampMs: tm.TimestampMs}
+	nh.SampleCount, nh.SampleCountFloat, nh.SampleSum, nh.Bucket = th.SampleCount, th.SampleCountFloat, th.SampleSum, th.Bucket
+	nh.CreatedTimestamp, nh.Exemplars = th.CreatedTimestamp, th.Exemplars
+	return &dto.Metric{Label: tm.Label, Histogram: nh, TimestampMs: tm.TimestampMs}
 }
 
-// native returns the native fields of th as client_golang would serve them:
+// native returns a new histogram that holds the native fields of th as
+// client_golang would serve them, and nothing else (the caller fills in the
+// count, sum, classic buckets, created timestamp and exemplars):
 //
 //   - The buckets are re-encoded with the populated ones only. The exporter
 //     passes OpenTelemetry's dense bucket array on, empty buckets included;

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -240,44 +240,14 @@ func TestNativeHistogramRegistererExposition(t *testing.T) {
 
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError, EnableOpenMetrics: true}))
 	t.Cleanup(srv.Close)
-	get := func(t *testing.T, accept string) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Accept", accept)
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = resp.Body.Close() })
-		if resp.StatusCode != http.StatusOK {
-			body, _ := io.ReadAll(resp.Body)
-			t.Fatalf("status %s: %s", resp.Status, body)
-		}
-		return resp
-	}
+	get := func(t *testing.T, accept string) *http.Response { return testutil.Scrape(t, srv.URL, accept) }
 
 	t.Run("protobuf", func(t *testing.T) {
-		resp := get(t, "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")
-		format := expfmt.ResponseFormat(resp.Header)
-		if format.FormatType() != expfmt.TypeProtoDelim {
-			t.Fatalf("served %q", format)
-		}
-		dec := expfmt.NewDecoder(resp.Body, format)
-		mfs := map[string]*dto.MetricFamily{}
-		for {
-			mf := &dto.MetricFamily{}
-			if err := dec.Decode(mf); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatal(err)
+		mfs := testutil.ScrapeProtobuf(t, srv.URL)
+		for name := range mfs {
+			if strings.Contains(name, "_native") {
+				t.Errorf("family %s served", name)
 			}
-			if strings.Contains(mf.GetName(), "_native") {
-				t.Errorf("family %s served", mf.GetName())
-			}
-			mfs[mf.GetName()] = mf
 		}
 		for _, name := range []string{queueFamily, workFamily, "controller_runtime_reconcile_time_seconds"} {
 			_, h := oneHistogram(t, mfs, name)

@@ -3,23 +3,19 @@ package exampletelemetry
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
-	"net/http"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"go.opentelemetry.io/otel"
 	"go.uber.org/goleak"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -436,29 +432,10 @@ func TestNativeHistograms(t *testing.T) {
 				item, _ := q.Get()
 				q.Done(item)
 			}
-			req, err := http.NewRequest(http.MethodGet, tel.MetricsURL, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Accept", `application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited`)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
-			families := map[string]*dto.MetricFamily{}
-			for {
-				mf := &dto.MetricFamily{}
-				if err := dec.Decode(mf); err != nil {
-					if errors.Is(err, io.EOF) {
-						break
-					}
-					t.Fatal(err)
-				}
-				families[mf.GetName()] = mf
-				if strings.Contains(mf.GetName(), "_native") {
-					t.Errorf("family %s served", mf.GetName())
+			families := testutil.ScrapeProtobuf(t, tel.MetricsURL)
+			for name := range families {
+				if strings.Contains(name, "_native") {
+					t.Errorf("family %s served", name)
 				}
 			}
 			for _, name := range []string{"workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"} {
