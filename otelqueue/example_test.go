@@ -81,7 +81,7 @@ func ExampleInstrument() {
 	// span: update status
 	// span: reconcile
 	// span: process deployments
-	// metrics: workqueue.adds workqueue.coalesced workqueue.delayed workqueue.depth workqueue.longest_running_processor workqueue.oldest_pending_item workqueue.queue.duration workqueue.retries workqueue.unfinished_work workqueue.work.duration
+	// metrics: workqueue.adds workqueue.coalesced workqueue.delayed workqueue.delayed_adds workqueue.depth workqueue.longest_running_processor workqueue.oldest_pending_item workqueue.queue.duration workqueue.retries workqueue.unfinished_work workqueue.work.duration
 }
 
 // Run two workers on an instrumented queue until the context is cancelled.

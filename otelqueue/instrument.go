@@ -105,6 +105,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveInt64(in.delayed, int64(st.Delayed), observe)
 		o.ObserveInt64(in.adds, int64(st.Adds), observe)
 		o.ObserveInt64(in.retries, int64(st.Retries), observe)
+		o.ObserveInt64(in.delayedAdds, int64(st.DelayedAdds), observe)
 		o.ObserveInt64(in.coalesced, int64(st.Coalesced), observe)
 		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)

@@ -31,6 +31,13 @@ const (
 	// MetricRetries: AddAfter and AddRateLimited calls.
 	// workqueue_retries_total.
 	MetricRetries = "workqueue.retries"
+	// MetricDelayedAdds: of the retries, the adds with a delay the caller
+	// chose (AddAfter: a reconcile's RequeueAfter, a scheduled recheck),
+	// which are no failures; the retries less these went through the rate
+	// limiter's backoff (errors, Result.Requeue). From Instrument only
+	// (client-go's MetricsProvider cannot tell them apart).
+	// workqueue_delayed_adds_total.
+	MetricDelayedAdds = "workqueue.delayed_adds"
 
 	// MetricOldestPending: how long the oldest ready key has waited for a
 	// worker. workqueue_oldest_pending_item_seconds.
@@ -121,6 +128,7 @@ type instruments struct {
 	depth          metric.Int64ObservableUpDownCounter
 	adds           metric.Int64ObservableCounter
 	retries        metric.Int64ObservableCounter
+	delayedAdds    metric.Int64ObservableCounter
 	unfinished     metric.Float64ObservableGauge
 	longestRunning metric.Float64ObservableGauge
 	oldestPending  metric.Float64ObservableGauge
@@ -211,6 +219,7 @@ func newInstruments(c *config) *instruments {
 	in.depth = upDown(MetricDepth, "{item}", helpDepth)
 	in.adds = counter(MetricAdds, "{item}", helpAdds)
 	in.retries = counter(MetricRetries, "{item}", helpRetries)
+	in.delayedAdds = counter(MetricDelayedAdds, "{item}", "Total number of keys added with a delay the caller chose (AddAfter, a reconcile's RequeueAfter): the retries that are no failures.")
 	in.unfinished = gauge(MetricUnfinishedWork, helpUnfinished)
 	in.longestRunning = gauge(MetricLongestRunning, helpLongestRunning)
 	in.oldestPending = gauge(MetricOldestPending, "How many seconds the oldest ready key has waited for a worker.")
@@ -246,7 +255,7 @@ func newInstruments(c *config) *instruments {
 // observables lists the asynchronous instruments for RegisterCallback.
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
-		in.depth, in.adds, in.retries, in.unfinished, in.longestRunning,
+		in.depth, in.adds, in.retries, in.delayedAdds, in.unfinished, in.longestRunning,
 		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.workersChanges, in.results,
 		in.clientRequests, in.clientThrottled,
 	}

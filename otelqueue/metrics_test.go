@@ -24,13 +24,14 @@ import (
 // The observable instruments every instrumented queue reports.
 var queueGauges = []string{
 	otelqueue.MetricDepth, otelqueue.MetricDelayed, otelqueue.MetricAdds,
-	otelqueue.MetricRetries, otelqueue.MetricCoalesced, otelqueue.MetricOldestPending,
+	otelqueue.MetricRetries, otelqueue.MetricDelayedAdds, otelqueue.MetricCoalesced, otelqueue.MetricOldestPending,
 	otelqueue.MetricUnfinishedWork, otelqueue.MetricLongestRunning,
 }
 
 // queueState is what the observable instruments of one queue say.
 type queueState struct {
 	depth, delayed, adds, retries, coalesced int64
+	delayedAdds                              int64
 	oldest, unfinished, longest              float64
 }
 
@@ -45,6 +46,7 @@ func (s queueState) metrics(attrs attribute.Set) []metricdata.Metrics {
 		intSum(otelqueue.MetricDelayed, "{item}", false, attrs, s.delayed),
 		intSum(otelqueue.MetricAdds, "{item}", true, attrs, s.adds),
 		intSum(otelqueue.MetricRetries, "{item}", true, attrs, s.retries),
+		intSum(otelqueue.MetricDelayedAdds, "{item}", true, attrs, s.delayedAdds),
 		intSum(otelqueue.MetricCoalesced, "{item}", true, attrs, s.coalesced),
 		seconds(otelqueue.MetricOldestPending, attrs, s.oldest),
 		seconds(otelqueue.MetricUnfinishedWork, attrs, s.unfinished),
@@ -70,7 +72,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	rm := e.collect(t)
 	assertNames(t, rm, queueGauges...) // no histogram before the first Get, no runner metrics without a Runner
 	assertMetrics(t, rm, noTime, queueState{
-		depth: 2, delayed: 1, adds: 3, retries: 1, coalesced: 1,
+		depth: 2, delayed: 1, adds: 3, retries: 1, delayedAdds: 1, coalesced: 1,
 		oldest: 2, // a has been ready since t=0
 	}.metrics(queueAttrs)...)
 
@@ -87,7 +89,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	rm = e.collect(t)
 	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration)...)
 	assertMetrics(t, rm, noTimeNoExemplars, queueState{
-		delayed: 1, adds: 3, retries: 1, coalesced: 1,
+		delayed: 1, adds: 3, retries: 1, delayedAdds: 1, coalesced: 1,
 		unfinished: 3, // a for 2s, b for 1s
 		longest:    2, // a, since t=2s
 	}.metrics(queueAttrs)...)
@@ -101,7 +103,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	assertMetrics(t, rm, noTimeNoExemplars, queueState{
 		delayed: 2, // b and c
 		adds:    4, // b became pending again
-		retries: 2, coalesced: 1,
+		retries: 2, delayedAdds: 1, coalesced: 1,
 	}.metrics(queueAttrs)...)
 	assertMetrics(t, rm, noTimeNoExemplars,
 		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{1: 1, 2.5: 1}, 2, 3, 1, 2))
@@ -109,7 +111,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	e.step(1500 * time.Millisecond) // t=5.5s: b's backoff ended at 5s
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTimeNoExemplars, queueState{
-		depth: 1, delayed: 1, adds: 4, retries: 2, coalesced: 1,
+		depth: 1, delayed: 1, adds: 4, retries: 2, delayedAdds: 1, coalesced: 1,
 		oldest: 0.5, // ready since t=5s: the age counts from ReadyAt, not from the add
 	}.metrics(queueAttrs)...)
 
@@ -123,7 +125,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 
 	rm = e.collect(t)
 	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)...)
-	assertMetrics(t, rm, noTimeNoExemplars, queueState{adds: 4, retries: 2, coalesced: 1}.metrics(queueAttrs)...)
+	assertMetrics(t, rm, noTimeNoExemplars, queueState{adds: 4, retries: 2, delayedAdds: 1, coalesced: 1}.metrics(queueAttrs)...)
 	assertMetrics(t, rm, noTimeNoExemplars,
 		// Queue wait is DequeuedAt - ReadyAt, client-go's meaning: 2, 3, 0.5, 0.
 		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds,

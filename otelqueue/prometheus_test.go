@@ -192,6 +192,7 @@ var (
 		"workqueue_active_workers",
 		"workqueue_coalesced_total",
 		"workqueue_delayed",
+		"workqueue_delayed_adds_total",
 		"workqueue_oldest_pending_item_seconds",
 		"workqueue_reconcile_results_total",
 		"workqueue_workers",

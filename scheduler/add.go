@@ -130,6 +130,9 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	}
 	if kind != addPlain {
 		s.retries++
+		if kind == addDelayed {
+			s.delayedAdds++
+		}
 	}
 	var r addRequest
 	s.requestLocked(&r, delay, kind)

@@ -153,6 +153,7 @@ type model struct {
 	debounce, maxWait        int64
 	shutdown, stopOnShutdown bool
 	adds, retries, coalesced uint64
+	delayedAdds              uint64
 	keys                     [modelKeys]mEntry
 	failures                 [modelKeys]int
 	runs, dones              int
@@ -517,6 +518,9 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 	}
 	if kind != addPlain {
 		m.retries++
+		if kind == addDelayed {
+			m.delayedAdds++
+		}
 	}
 	e := &m.keys[k]
 	now := m.now
@@ -670,7 +674,7 @@ func (r *modelRun) check() {
 	if n, want := s.Len(), m.readyCount(); n != want {
 		r.fatalf("Len = %d, model has %d ready", n, want)
 	}
-	want := Stats{Depth: m.readyCount(), InFlight: m.inFlight(), Adds: m.adds, Retries: m.retries, Coalesced: m.coalesced}
+	want := Stats{Depth: m.readyCount(), InFlight: m.inFlight(), Adds: m.adds, Retries: m.retries, DelayedAdds: m.delayedAdds, Coalesced: m.coalesced}
 	var oldest []time.Duration
 	for i := range m.keys {
 		e := &m.keys[i]

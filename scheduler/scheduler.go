@@ -50,6 +50,7 @@ type Scheduler[K comparable] struct {
 	freeProcs   []*proc[K]
 
 	adds, retries, coalesced uint64
+	delayedAdds              uint64 // of retries: the adds of kind addDelayed
 
 	obs       Observer[K]
 	timed     bool

@@ -236,13 +236,13 @@ func TestShutDownWithKeysEverywhere(t *testing.T) {
 	s.AddRateLimited("held-delay-over") // 1s
 	s.AddAfter("delayed", time.Second)
 	s.Add("queued")
-	want := Stats{Depth: 1, Delayed: 1, Held: 3, InFlight: 4, Adds: 9, Retries: 3}
+	want := Stats{Depth: 1, Delayed: 1, Held: 3, InFlight: 4, Adds: 9, Retries: 3, DelayedAdds: 2}
 	if got := s.Stats(); got != want {
 		t.Fatalf("before: Stats = %+v, want %+v", got, want)
 	}
 
 	s.ShutDown()
-	want = Stats{Depth: 1, Held: 3, InFlight: 4, Adds: 9, Retries: 3}
+	want = Stats{Depth: 1, Held: 3, InFlight: 4, Adds: 9, Retries: 3, DelayedAdds: 2}
 	if got := s.Stats(); got != want {
 		t.Fatalf("after ShutDown: Stats = %+v, want %+v", got, want)
 	}
@@ -264,7 +264,7 @@ func TestShutDownWithKeysEverywhere(t *testing.T) {
 	if _, err := s.GetContext(context.Background()); !errors.Is(err, ErrShutDown) {
 		t.Fatalf("GetContext error = %v, want ErrShutDown", err)
 	}
-	want = Stats{Adds: 9, Retries: 3}
+	want = Stats{Adds: 9, Retries: 3, DelayedAdds: 2}
 	if got := s.Stats(); got != want {
 		t.Fatalf("at the end: Stats = %+v, want %+v", got, want)
 	}

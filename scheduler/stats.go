@@ -28,6 +28,13 @@ type Stats struct {
 	// Retries counts calls of AddAfter and AddRateLimited, as client-go's
 	// workqueue_retries_total does.
 	Retries uint64
+	// DelayedAdds counts, of Retries, the adds with a delay the caller chose
+	// (AddAfter, AddAfterContext, AddWithOptions with After and without
+	// RateLimited): a reconcile's RequeueAfter, a recheck an event handler
+	// schedules. They are no failures: Retries − DelayedAdds are the adds
+	// through the rate limiter's backoff (AddRateLimited: a reconcile that
+	// failed, or returned Result.Requeue).
+	DelayedAdds uint64
 	// Coalesced counts adds of a key that was already pending, merged into
 	// its pending run.
 	Coalesced uint64
@@ -60,13 +67,14 @@ func (s *Scheduler[K]) Stats() Stats {
 		s.promoteLocked(now)
 	}
 	st := Stats{
-		Depth:     s.ready.len(),
-		Delayed:   len(s.delayed),
-		Held:      s.held,
-		InFlight:  s.inflight.n,
-		Adds:      s.adds,
-		Retries:   s.retries,
-		Coalesced: s.coalesced,
+		Depth:       s.ready.len(),
+		Delayed:     len(s.delayed),
+		Held:        s.held,
+		InFlight:    s.inflight.n,
+		Adds:        s.adds,
+		Retries:     s.retries,
+		DelayedAdds: s.delayedAdds,
+		Coalesced:   s.coalesced,
 	}
 	if !s.timed || (st.Depth == 0 && st.InFlight == 0) {
 		return st

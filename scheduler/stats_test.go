@@ -21,32 +21,32 @@ func TestStats(t *testing.T) {
 			s.Add("b")
 			s.Add("a")
 		}, want: Stats{Depth: 2, Adds: 2, Coalesced: 1}},
-		{do: func() { s.AddAfter("c", sec(5)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, Coalesced: 1}},
-		{do: func() { fc.Step(sec(2)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, Coalesced: 1, OldestPending: sec(2)}},
-		{do: func() { mustGetKey(t, s, "a") }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, Coalesced: 1, OldestPending: sec(2)}},
-		{do: func() { fc.Step(sec(1)) }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, Coalesced: 1,
+		{do: func() { s.AddAfter("c", sec(5)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1}},
+		{do: func() { fc.Step(sec(2)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1, OldestPending: sec(2)}},
+		{do: func() { mustGetKey(t, s, "a") }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1, OldestPending: sec(2)}},
+		{do: func() { fc.Step(sec(1)) }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
 			OldestPending: sec(3), UnfinishedWork: sec(1), LongestRunning: sec(1)}},
-		{do: func() { mustGetKey(t, s, "b") }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, Coalesced: 1,
+		{do: func() { mustGetKey(t, s, "b") }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
 			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
-		{do: func() { fc.Step(sec(1)) }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, Coalesced: 1,
+		{do: func() { fc.Step(sec(1)) }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
 			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
 		// At 4s: a is added again while processed, twice.
-		{do: func() { s.Add("a"); s.AddContext(spanCtx(1), "a") }, want: Stats{Delayed: 1, Held: 1, InFlight: 2, Adds: 4, Retries: 1, Coalesced: 2,
+		{do: func() { s.Add("a"); s.AddContext(spanCtx(1), "a") }, want: Stats{Delayed: 1, Held: 1, InFlight: 2, Adds: 4, Retries: 1, DelayedAdds: 1, Coalesced: 2,
 			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
-		{do: func() { s.AddRateLimited("d") }, want: Stats{Delayed: 2, Held: 1, InFlight: 2, Adds: 5, Retries: 2, Coalesced: 2,
+		{do: func() { s.AddRateLimited("d") }, want: Stats{Delayed: 2, Held: 1, InFlight: 2, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
 			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
 		// a's Done: its held run becomes ready now.
-		{do: func() { s.Done("a") }, want: Stats{Depth: 1, Delayed: 2, InFlight: 1, Adds: 5, Retries: 2, Coalesced: 2,
+		{do: func() { s.Done("a") }, want: Stats{Depth: 1, Delayed: 2, InFlight: 1, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
 			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
 		// At 5s: c's delay and d's backoff have ended.
-		{do: func() { fc.Step(sec(1)); s.Len() }, want: Stats{Depth: 3, InFlight: 1, Adds: 5, Retries: 2, Coalesced: 2,
+		{do: func() { fc.Step(sec(1)); s.Len() }, want: Stats{Depth: 3, InFlight: 1, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
 			OldestPending: sec(1), UnfinishedWork: sec(2), LongestRunning: sec(2)}},
-		{do: func() { s.Done("b") }, want: Stats{Depth: 3, Adds: 5, Retries: 2, Coalesced: 2, OldestPending: sec(1)}},
+		{do: func() { s.Done("b") }, want: Stats{Depth: 3, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2, OldestPending: sec(1)}},
 		{do: func() {
 			for range 3 {
 				s.Done(mustGet(t, s).Key)
 			}
-		}, want: Stats{Adds: 5, Retries: 2, Coalesced: 2}},
+		}, want: Stats{Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2}},
 	} {
 		step.do()
 		if got := s.Stats(); got != step.want {
@@ -83,7 +83,7 @@ func TestStatsUnnamedHasNoAges(t *testing.T) {
 	mustGetKey(t, s, "a")
 	s.Add("a")
 	fc.Step(time.Second)
-	want := Stats{Depth: 2, Held: 1, InFlight: 1, Adds: 4, Retries: 1}
+	want := Stats{Depth: 2, Held: 1, InFlight: 1, Adds: 4, Retries: 1, DelayedAdds: 1}
 	if got := s.Stats(); got != want {
 		t.Fatalf("Stats = %+v, want %+v", got, want)
 	}
@@ -94,7 +94,7 @@ func TestStatsShutDown(t *testing.T) {
 	s.Add("a")
 	s.AddAfter("b", time.Second)
 	s.ShutDown()
-	want := Stats{Depth: 1, Adds: 2, Retries: 1}
+	want := Stats{Depth: 1, Adds: 2, Retries: 1, DelayedAdds: 1}
 	if got := s.Stats(); got != want {
 		t.Fatalf("Stats = %+v, want %+v", got, want)
 	}
@@ -104,5 +104,29 @@ func TestStatsShutDown(t *testing.T) {
 	s.AddRateLimited("c")
 	if got := s.Stats(); got != want {
 		t.Fatalf("Stats after late adds = %+v, want %+v", got, want)
+	}
+}
+
+// TestStatsDelayedAdds checks which adds count as DelayedAdds: those with a
+// delay the caller chose, not the rate limiter's backoff (even with After
+// set beside RateLimited), and not plain adds.
+func TestStatsDelayedAdds(t *testing.T) {
+	s, _ := newFake(t, Config[string]{Name: "test", RateLimiter: testutil.ExpLimiter(time.Second, time.Minute)})
+	s.Add("a")
+	s.AddAfter("b", time.Second)
+	s.AddAfterContext(spanCtx(1), "c", time.Second)
+	s.AddAfter("d", 0) // at once, but asked for through AddAfter: a retry, as in client-go
+	s.AddRateLimited("e")
+	s.AddWithOptions(t.Context(), AddOptions{After: time.Second}, "f")
+	s.AddWithOptions(t.Context(), AddOptions{After: time.Second, RateLimited: true}, "g")
+	s.AddWithOptions(t.Context(), AddOptions{Priority: 3}, "h")
+	st := s.Stats()
+	if st.Retries != 6 || st.DelayedAdds != 4 {
+		t.Errorf("Retries %d, DelayedAdds %d; want 6 (every add but the plain ones) and 4 (AddAfter twice, AddAfterContext, After without RateLimited)", st.Retries, st.DelayedAdds)
+	}
+	s.ShutDown()
+	s.AddAfter("i", time.Second)
+	if got := s.Stats(); got.Retries != st.Retries || got.DelayedAdds != st.DelayedAdds {
+		t.Errorf("after ShutDown an AddAfter counted: %+v, want the counts of %+v", got, st)
 	}
 }
