@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
 // The constants of an adaptive pool's rule (docs/tuning.md, "Adaptive
@@ -85,6 +87,15 @@ type window struct {
 	depth         int           // ready keys at the end
 	depthBefore   int           // and at the start
 	adds, retries uint64
+	delayedAdds   uint64 // of the retries, those with a delay the caller chose (RequeueAfter)
+	// typicalWork is the mean work time of the attempts done whose work
+	// time is at most about four times the median (typicalDone of them):
+	// the typical attempt's, which a long tail or a hung reconcile does
+	// not move.
+	typicalWork time.Duration
+	typicalDone uint64
+	inFlight    int // attempts in flight at the end
+	cpu         bottleneck.CPUUse
 
 	// From instrumented clients (ClientStats).
 	limiterWait, retryAfterWait time.Duration

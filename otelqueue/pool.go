@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -42,6 +43,10 @@ type pool struct {
 	setLimit   func(int)
 	queueStats func() scheduler.Stats
 	logger     func() *slog.Logger
+	// readCPU reads the process's CPU for the windows; nil: none (a queue
+	// on a clock other than the real one, whose windows are not of the
+	// process's time).
+	readCPU func() cpuReading
 
 	sig   signals
 	limit atomic.Int64
@@ -62,7 +67,35 @@ type snapshot struct {
 	limiterNs     int64
 	retryAfterNs  int64
 	waits         [waitBuckets]uint64
+	works         [waitBuckets]uint64
+	worksNs       [waitBuckets]int64
 	q             scheduler.Stats
+	cpu           cpuReading
+}
+
+// cpuReading is one reading of the process's CPU, which a window
+// differences.
+type cpuReading struct {
+	known bool
+	cpu   time.Duration // CPU time of the process so far
+	cores float64       // the cores it has: its cgroup's quota, else GOMAXPROCS
+	// The cgroup's enforcement periods so far, and those throttled, when a
+	// quota is in force (throttleKnown).
+	periods, throttled uint64
+	throttleKnown      bool
+}
+
+// cpuUse returns the CPU over the window from a to b, dur long.
+func cpuUse(a, b cpuReading, dur time.Duration) bottleneck.CPUUse {
+	if !a.known || !b.known || dur <= 0 || b.cpu < a.cpu {
+		return bottleneck.CPUUse{}
+	}
+	u := bottleneck.CPUUse{Known: true, Used: (b.cpu - a.cpu).Seconds() / dur.Seconds(), Cores: b.cores}
+	if a.throttleKnown && b.throttleKnown && b.periods > a.periods && b.throttled >= a.throttled {
+		u.Throttled = float64(b.throttled-a.throttled) / float64(b.periods-a.periods)
+		u.ThrottledKnown = true
+	}
+	return u
 }
 
 // newPool returns a pool for s between lo and hi, at start, not attached.
@@ -154,6 +187,11 @@ func (p *pool) snapshot(now time.Time) snapshot {
 	}
 	for i := range s.waits {
 		s.waits[i] = p.sig.waits[i].Load()
+		s.works[i] = p.sig.works[i].Load()
+		s.worksNs[i] = p.sig.worksNs[i].Load()
+	}
+	if p.readCPU != nil {
+		s.cpu = p.readCPU()
 	}
 	return s
 }
@@ -177,11 +215,18 @@ func (p *pool) window(a, b *snapshot) window {
 		retryAfterWait: time.Duration(b.retryAfterNs - a.retryAfterNs),
 	}
 	w.busy = max(0, w.work+b.q.UnfinishedWork-a.q.UnfinishedWork)
-	var counts [waitBuckets]uint64
+	var counts, works [waitBuckets]uint64
+	var worksNs [waitBuckets]int64
 	for i := range counts {
 		counts[i] = b.waits[i] - a.waits[i]
+		works[i] = b.works[i] - a.works[i]
+		worksNs[i] = b.worksNs[i] - a.worksNs[i]
 	}
 	w.waitP90 = waitQuantile(&counts, 0.9)
+	w.typicalWork, w.typicalDone = typicalWork(&works, &worksNs)
+	w.inFlight = b.q.InFlight
+	w.delayedAdds = b.q.DelayedAdds - a.q.DelayedAdds
+	w.cpu = cpuUse(a.cpu, b.cpu, w.dur)
 	return w
 }
 

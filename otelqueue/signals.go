@@ -25,6 +25,11 @@ type signals struct {
 	waits   [waitBuckets]atomic.Uint64
 	done    atomic.Uint64
 	workNs  atomic.Int64
+	// works is the histogram of the work times of the attempts done, in
+	// the buckets of waits: its median is the typical work time, which
+	// a long tail or a hung reconcile does not move.
+	works   [waitBuckets]atomic.Uint64
+	worksNs [waitBuckets]atomic.Int64 // the work time summed in each bucket
 	// The waits of the attempts done in instrumented clients, counted with
 	// their work time (not from ClientStats, which the queue updates after
 	// the pool decides at an attempt's end), so that a window's waits and
@@ -44,6 +49,9 @@ func (s *signals) dequeued(wait time.Duration) {
 func (s *signals) finished(work, limiter, retryAfter time.Duration) {
 	s.done.Add(1)
 	s.workNs.Add(int64(work))
+	b := waitBucket(work)
+	s.works[b].Add(1)
+	s.worksNs[b].Add(int64(work))
 	if limiter > 0 {
 		s.limiterNs.Add(int64(limiter))
 	}
@@ -78,7 +86,8 @@ func waitBucketUpper(i int) time.Duration {
 }
 
 // waitQuantile returns the upper bound of the bucket that holds the q-th
-// quantile of the counts (differences of two reads), 0 when they are empty.
+// quantile of the counts (differences of two reads), 0 when they are empty
+// or it falls in bucket 0.
 func waitQuantile(counts *[waitBuckets]uint64, q float64) time.Duration {
 	var total uint64
 	for _, c := range counts {
@@ -103,4 +112,42 @@ func waitQuantile(counts *[waitBuckets]uint64, q float64) time.Duration {
 		}
 	}
 	return waitBucketUpper(waitBuckets - 1)
+}
+
+// trimBuckets is how many buckets above the median's the typical work time
+// keeps: four half-octaves, about four times the median.
+const trimBuckets = 4
+
+// typicalWork returns the mean work time of the attempts whose work time
+// is at most about four times the median (their buckets), and how many
+// they are, from the counts and sums of a window: the work time of the
+// typical attempt, which neither a long tail nor a hung reconcile moves.
+func typicalWork(counts *[waitBuckets]uint64, sums *[waitBuckets]int64) (time.Duration, uint64) {
+	var total uint64
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 {
+		return 0, 0
+	}
+	rank := (total+1)/2 - 1 // the median, nearest rank
+	var seen uint64
+	median := 0
+	for i, c := range counts {
+		seen += c
+		if seen > rank {
+			median = i
+			break
+		}
+	}
+	var n uint64
+	var sum int64
+	for i := 0; i <= min(median+trimBuckets, waitBuckets-1); i++ {
+		n += counts[i]
+		sum += sums[i]
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return time.Duration(sum / int64(n)), n
 }

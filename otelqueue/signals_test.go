@@ -271,6 +271,8 @@ func TestPoolSignals(t *testing.T) {
 		longest: 200 * time.Millisecond, // b
 		depth:   1, depthBefore: 0,
 		adds: 4,
+		// a, the only attempt done, is the typical one; b and c in flight.
+		typicalWork: 300 * time.Millisecond, typicalDone: 1, inFlight: 2,
 		// a's, counted at its Done with its work time (ClientStats has
 		// them too, but after the pool decided).
 		limiterWait: 40 * time.Millisecond, retryAfterWait: 70 * time.Millisecond,
@@ -290,5 +292,36 @@ func TestPoolSignals(t *testing.T) {
 	get("d")
 	if got := p.sig.started.Load() + p.sig.done.Load(); got != 4 {
 		t.Errorf("after detach, started + done = %d, want 4 (3 + 1, no more counted)", got)
+	}
+}
+
+// TestTypicalWork checks the typical work time: the mean of the attempts
+// within about four times the median, so that a long tail or hung
+// reconciles do not move it, while a plain distribution keeps its mean.
+func TestTypicalWork(t *testing.T) {
+	var s signals
+	for i := range 1000 {
+		s.finished(25*time.Millisecond+time.Duration(i)*50*time.Microsecond, 0, 0) // 25..75ms
+	}
+	read := func() (time.Duration, uint64) {
+		var c [waitBuckets]uint64
+		var ns [waitBuckets]int64
+		for i := range c {
+			c[i], ns[i] = s.works[i].Load(), s.worksNs[i].Load()
+		}
+		return typicalWork(&c, &ns)
+	}
+	if w, n := read(); n != 1000 || w < 49*time.Millisecond || w > 51*time.Millisecond {
+		t.Errorf("uniform 25..75ms: typical %v of %d, want the mean, 50ms, of all 1000", w, n)
+	}
+	s.finished(60*time.Second, 0, 0)
+	s.finished(600*time.Second, 0, 0)
+	if w, n := read(); n != 1000 || w < 49*time.Millisecond || w > 51*time.Millisecond {
+		t.Errorf("with a 60s and a 600s reconcile: typical %v of %d, want 50ms of the 1000 others", w, n)
+	}
+	var empty [waitBuckets]uint64
+	var sums [waitBuckets]int64
+	if w, n := typicalWork(&empty, &sums); w != 0 || n != 0 {
+		t.Errorf("no attempt: %v, %d", w, n)
 	}
 }

@@ -1,0 +1,155 @@
+package bottleneck
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Figures are the signals of one queue over a window, as the rules read
+// them. Each group has a flag that says whether it was measured: a signal
+// not measured holds no rule (a queue whose client is not instrumented
+// cannot be client-rate-limit), rather than reading as zero.
+type Figures struct {
+	// CPU is the process's CPU over the window (its Known field says
+	// whether it was read).
+	CPU CPUUse
+	// Client says whether attempts that ended in the window used a
+	// Kubernetes client instrumented with package kubeclient; the shares
+	// are of their work time.
+	Client                          bool
+	RetryAfterShare, RateLimiterShare float64
+	// ErrorRetries is the share of the adds that were retries through the
+	// rate limiter's backoff; AddsKnown says whether any key became pending.
+	ErrorRetries float64
+	AddsKnown    bool
+	// Workers is the configured worker count (0: unknown), LittlesLaw the
+	// count the load needs; WorkKnown says whether any reconcile finished,
+	// so that the mean work time, and Little's law, are known.
+	Workers, LittlesLaw int
+	WorkKnown           bool
+	// Utilization is the workers' busy time over the time they had.
+	Utilization float64
+}
+
+// CPUUse is the CPU of the process over a window, from the Go runtime and
+// the kernel (package procstat reads it).
+type CPUUse struct {
+	// Known says whether the figures were read (a window of some length).
+	Known bool
+	// Used is the CPU cores used on average, Cores those the process has:
+	// the cgroup's quota, else GOMAXPROCS (the lower).
+	Used, Cores float64
+	// Throttled is the share of the cgroup's enforcement periods in which
+	// the process was throttled; ThrottledKnown says whether a quota was in
+	// force and periods passed.
+	Throttled      float64
+	ThrottledKnown bool
+	// SchedLatencyP99 is the 99th percentile of the time goroutines waited,
+	// runnable, for a thread to run on (runtime/metrics
+	// /sched/latencies:seconds): shown beside the class, not a rule.
+	SchedLatencyP99 time.Duration
+}
+
+// Utilization is Used over Cores, 0 when unknown.
+func (c CPUUse) Utilization() float64 {
+	if !c.Known || c.Cores <= 0 {
+		return 0
+	}
+	return c.Used / c.Cores
+}
+
+// Value returns the value of signal s and whether it was measured.
+func (f Figures) Value(s Signal) (float64, bool) {
+	switch s {
+	case SignalCPUUtilization:
+		return f.CPU.Utilization(), f.CPU.Known && f.CPU.Cores > 0
+	case SignalCPUThrottled:
+		return f.CPU.Throttled, f.CPU.Known && f.CPU.ThrottledKnown
+	case SignalRetryAfterShare:
+		return f.RetryAfterShare, f.Client
+	case SignalRateLimiterShare:
+		return f.RateLimiterShare, f.Client
+	case SignalErrorRetries:
+		return f.ErrorRetries, f.AddsKnown
+	case SignalWorkersNeeded:
+		if f.Workers <= 0 || !f.WorkKnown {
+			return 0, false
+		}
+		return float64(f.LittlesLaw) / float64(f.Workers), true
+	}
+	return 0, false
+}
+
+// Verdict is what limits a queue, with the figure that decided it.
+type Verdict struct {
+	Class Class
+	// Rule is the rule that held; its Class is empty for None.
+	Rule Rule
+	// Figure is the value of the rule's signal; for None, the utilization.
+	// For Workers it is the Little's-law count, as the summary line prints
+	// it.
+	Figure float64
+}
+
+// Classify returns the class of the first rule of the table that holds for
+// f, or None.
+func Classify(f Figures) Verdict {
+	for _, r := range rules {
+		v, ok := f.Value(r.Signal)
+		if !ok || !r.holds(v) {
+			continue
+		}
+		if r.Signal == SignalWorkersNeeded {
+			v = float64(f.LittlesLaw)
+		}
+		return Verdict{Class: r.Class, Rule: r, Figure: v}
+	}
+	return Verdict{Class: None, Figure: f.Utilization}
+}
+
+// Recommend returns the worker count to run with, for the configured count
+// workers and the Little's-law count law: law when the class may ask for
+// more workers or is None (then law is at most workers), and never more
+// than workers otherwise.
+func (v Verdict) Recommend(workers, law int) int {
+	if v.Class == None || v.Rule.MoreWorkers || workers <= 0 {
+		return law
+	}
+	return min(law, workers)
+}
+
+// MoreWorkers says whether the verdict lets the worker count grow.
+func (v Verdict) MoreWorkers() bool { return v.Class == None || v.Rule.MoreWorkers }
+
+// String is "bottleneck=<class> (<signal> <figure> <comparison> <threshold>)"
+// with what to change, as the examples' summary line prints it.
+func (v Verdict) String() string {
+	switch v.Class {
+	case None:
+		return fmt.Sprintf("bottleneck=none (utilization %.2f)", v.Figure)
+	case Workers:
+		return fmt.Sprintf("bottleneck=workers (Little's law %.0f > configured)", v.Figure)
+	case "":
+		return "bottleneck=unknown"
+	}
+	return fmt.Sprintf("bottleneck=%s (%s %.2f %s %s: %s, not workers)", v.Class, v.Rule.Signal, v.Figure,
+		v.Rule.Comparison(), strconv.FormatFloat(v.Rule.Threshold, 'f', -1, 64), v.Rule.Change)
+}
+
+// LittlesLaw returns the worker count that keeps a queue at
+// TargetUtilization: ⌈arrivals/s × mean work time / TargetUtilization⌉, at
+// least 1.
+func LittlesLaw(arrivalsPerSecond float64, meanWork time.Duration) int {
+	// The epsilon keeps an exact quotient (7/s × 100 ms / 0.7 = 1) from
+	// rounding up on a floating-point residue.
+	n := math.Ceil(arrivalsPerSecond*meanWork.Seconds()/TargetUtilization - 1e-9)
+	if math.IsNaN(n) || n < 1 {
+		return 1
+	}
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(n)
+}

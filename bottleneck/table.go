@@ -1,0 +1,181 @@
+package bottleneck
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Class names what limits a queue.
+type Class string
+
+// The classes, in the order of precedence of Rules: the first whose rule
+// holds wins. None is what is left.
+const (
+	// CPU: the process uses the CPU it has (its cgroup quota, else
+	// GOMAXPROCS), or is throttled by its quota in most periods. More
+	// workers only share the same CPU: give the controller more, or make
+	// each reconcile cheaper.
+	CPU Class = "cpu"
+	// ServerThrottling: the reconciles spend a share of their time waiting
+	// out the API server's Retry-After after HTTP 429 (API Priority and
+	// Fairness).
+	ServerThrottling Class = "server-throttling"
+	// ClientRateLimit: the reconciles spend a share of their time waiting
+	// for the client-side rate limiter (rest.Config QPS and Burst).
+	ClientRateLimit Class = "client-rate-limit"
+	// Errors: most keys that became pending are retries through the rate
+	// limiter's backoff (failed reconciles, Result.Requeue). Requeues at a
+	// time the reconcile chose (RequeueAfter) are not counted.
+	Errors Class = "errors"
+	// Workers: Little's law needs more workers than are configured.
+	Workers Class = "workers"
+	// None: no rule holds.
+	None Class = "none"
+)
+
+// Signal names a figure a rule reads (Figures.Value). Its string is the
+// name the docs and the generated artifacts use.
+type Signal string
+
+// The signals.
+const (
+	// SignalCPUUtilization is the CPU the process used over the cores it
+	// has: the cgroup's quota, else GOMAXPROCS (0..1, a little above with
+	// rounding).
+	SignalCPUUtilization Signal = "cpu_utilization"
+	// SignalCPUThrottled is the share of the cgroup's enforcement periods
+	// in which the process was throttled (0..1).
+	SignalCPUThrottled Signal = "cpu_throttled"
+	// SignalRetryAfterShare is the time waiting out Retry-After over the
+	// work time of the attempts that used an instrumented client.
+	SignalRetryAfterShare Signal = "retry_after_share"
+	// SignalRateLimiterShare is the time waiting for the client's rate
+	// limiter over that work time.
+	SignalRateLimiterShare Signal = "rate_limiter_share"
+	// SignalErrorRetries is the adds through the rate limiter's backoff
+	// (scheduler.Stats Retries − DelayedAdds) over the adds that made a key
+	// pending.
+	SignalErrorRetries Signal = "error_retries"
+	// SignalWorkersNeeded is the Little's-law worker count over the
+	// configured workers.
+	SignalWorkersNeeded Signal = "workers_needed"
+)
+
+// Thresholds of the rules, and the utilizations the figures use. Each is
+// read from here by everything that classifies: otelqueue's adaptive pool,
+// the examples' summary line, and the generated Prometheus rules and
+// queue-figures.sh (example/prometheus).
+const (
+	// CPUUtilizationShare: the CPU class holds from this share of the
+	// cores used.
+	CPUUtilizationShare = 0.9
+	// CPUThrottledShare: the CPU class holds from this share of the
+	// cgroup's periods throttled.
+	CPUThrottledShare = 0.5
+	// DownstreamShare: server-throttling and client-rate-limit hold from
+	// this share of the work time spent waiting on the limit.
+	DownstreamShare = 0.25
+	// ErrorRetriesShare: errors holds above this share of the adds.
+	ErrorRetriesShare = 0.5
+	// TargetUtilization is the utilization the recommended worker count
+	// and the cores needed aim at: headroom for bursts without idling most
+	// of what is paid for.
+	TargetUtilization = 0.7
+	// SaturatedAt is the worker utilization from which a queue counts as
+	// saturated: its coalesced adds then count as arrivals too (its adds
+	// measure only what the workers could take).
+	SaturatedAt = 0.9
+)
+
+// Rule is one row of the table: a class holds when its signal is above the
+// threshold (or at it, when Inclusive) and no earlier rule holds.
+type Rule struct {
+	Class     Class
+	Signal    Signal
+	Threshold float64
+	Inclusive bool
+	// Holds says in words when the rule holds.
+	Holds string
+	// Change is what to change when the class holds.
+	Change string
+	// MoreWorkers says whether the recommendation may ask for more workers
+	// than are configured: only for Workers. Every other class keeps the
+	// recommendation at or under the configured count, since more workers
+	// only wait longer on the same limit or retry faster.
+	MoreWorkers bool
+}
+
+// rules is the table, in the order of precedence.
+var rules = [...]Rule{
+	{
+		Class: CPU, Signal: SignalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
+		Holds:  "the process used at least 90% of the cores it has (the cgroup's CPU quota, else GOMAXPROCS)",
+		Change: "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores",
+	},
+	{
+		Class: CPU, Signal: SignalCPUThrottled, Threshold: CPUThrottledShare, Inclusive: true,
+		Holds:  "the cgroup throttled the process in at least half of its CPU periods",
+		Change: "raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner",
+	},
+	{
+		Class: ServerThrottling, Signal: SignalRetryAfterShare, Threshold: DownstreamShare, Inclusive: true,
+		Holds:  "the reconciles spent at least a quarter of their work time waiting out the API server's Retry-After (HTTP 429)",
+		Change: "give the controller a larger API Priority and Fairness share on the server (its FlowSchema's PriorityLevelConfiguration) or make fewer API calls",
+	},
+	{
+		Class: ClientRateLimit, Signal: SignalRateLimiterShare, Threshold: DownstreamShare, Inclusive: true,
+		Holds:  "the reconciles spent at least a quarter of their work time waiting for the client-side rate limiter",
+		Change: "raise the client's QPS/Burst (rest.Config) or make fewer API calls",
+	},
+	{
+		Class: Errors, Signal: SignalErrorRetries, Threshold: ErrorRetriesShare,
+		Holds:  "more than half of the keys that became pending were retries through the rate limiter's backoff (RequeueAfter not counted)",
+		Change: "fix the reconcile's errors, they are most of the work",
+	},
+	{
+		Class: Workers, Signal: SignalWorkersNeeded, Threshold: 1,
+		Holds:       "Little's law needs more workers than are configured",
+		Change:      "raise the workers to the recommended count",
+		MoreWorkers: true,
+	},
+}
+
+// Rules returns the table, in the order of precedence: a copy, which the
+// caller may change.
+func Rules() []Rule { return append([]Rule(nil), rules[:]...) }
+
+// RuleFor returns the first rule of class c, and false when c has none
+// (None, or a class that is not in the table).
+func RuleFor(c Class) (Rule, bool) {
+	for _, r := range rules {
+		if r.Class == c {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// holds tells whether the rule holds for the signal's value v.
+func (r Rule) holds(v float64) bool {
+	if math.IsNaN(v) {
+		return false
+	}
+	if r.Inclusive {
+		return v >= r.Threshold
+	}
+	return v > r.Threshold
+}
+
+// Comparison is the rule's comparison operator: ">=" or ">".
+func (r Rule) Comparison() string {
+	if r.Inclusive {
+		return ">="
+	}
+	return ">"
+}
+
+// String is the rule as "class: signal >= threshold".
+func (r Rule) String() string {
+	return fmt.Sprintf("%s: %s %s %s", r.Class, r.Signal, r.Comparison(), strconv.FormatFloat(r.Threshold, 'g', -1, 64))
+}
