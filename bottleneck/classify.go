@@ -18,7 +18,7 @@ type Figures struct {
 	// Client says whether attempts that ended in the window used a
 	// Kubernetes client instrumented with package kubeclient; the shares
 	// are of their work time.
-	Client                          bool
+	Client                            bool
 	RetryAfterShare, RateLimiterShare float64
 	// ErrorRetries is the share of the adds that were retries through the
 	// rate limiter's backoff; AddsKnown says whether any key became pending.
