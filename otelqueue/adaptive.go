@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 
-	"go.opentelemetry.io/otel/attribute"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
 // Defaults of AdaptiveWorkers.
@@ -114,9 +117,14 @@ const (
 	// time the others lose goes to the client's rate limiter, to the API
 	// server's Retry-After, or to each reconcile taking longer than it does
 	// with fewer at once.
-	ReasonClientRateLimit  = "client-rate-limit"
-	ReasonServerThrottling = "server-throttling"
+	ReasonClientRateLimit  = string(bottleneck.ClientRateLimit)
+	ReasonServerThrottling = string(bottleneck.ServerThrottling)
 	ReasonLatencyGradient  = "latency-gradient"
+	// ReasonCPU: the process uses the CPU it has (the table's cpu class),
+	// and more reconciles run at once than the CPU serves at no-load
+	// speed: the count comes down to the CPU's, and never grows while the
+	// class holds.
+	ReasonCPU = string(bottleneck.CPU)
 	// ReasonProbe: a step above the ceiling a downstream limit set, to see
 	// whether the limit is still there (the ceiling's hold ran out, or the
 	// signs of the limit went away).
@@ -130,7 +138,7 @@ const (
 // reasons are the Reason constants, for the attribute sets of
 // MetricWorkersChanges.
 var reasons = []string{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
-	ReasonServerThrottling, ReasonLatencyGradient, ReasonProbe, ReasonSlowerForAll}
+	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll}
 
 // AttrReason is the attribute of MetricWorkersChanges that holds the reason
 // of the changes.

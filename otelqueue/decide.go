@@ -67,9 +67,6 @@ const (
 	// time at the concurrency it was measured at make their work time the
 	// no-load one.
 	staleWindows = 3
-	// retriesShare: above it (retries over adds), errors are the
-	// bottleneck and the pool does not grow.
-	retriesShare = 0.5
 )
 
 // window is what happened in one decision interval: the difference of two
@@ -104,21 +101,37 @@ type window struct {
 // figures are the derived numbers of a window, as a decision's log line
 // gives them.
 type figures struct {
-	throughput  float64       // reconciles finished per second
-	arrivals    float64       // keys that became ready per second
-	work        time.Duration // mean work time of a reconcile
-	base        time.Duration // of it, the part not spent waiting on a downstream limit
-	noLoad      time.Duration // the lowest base seen: the no-load work time
-	busy        float64       // workers busy on average
-	utilization float64       // busy over the limit
-	usable      float64       // the reconciles the downstream serves at once at no-load speed
-	needed      int           // the demand's count (staffing)
-	wait        time.Duration // the queue wait: 90th percentile or oldest waiting
-	limiter     float64       // limiter wait's share of the work time
-	retryAfter  float64       // Retry-After wait's share
-	retries     float64       // retries over adds
-	sample      bool          // enough reconciles finished to trust usable
-	gradient    bool          // the base is above the no-load time with more busy than it was measured at
+	throughput float64       // reconciles finished per second
+	arrivals   float64       // keys that became ready per second
+	work       time.Duration // mean work time of a reconcile
+	typical    time.Duration // the typical reconcile's (tail trimmed)
+	base       time.Duration // of it, the part not spent waiting on a downstream limit
+	noLoad     time.Duration // the lowest base seen: the no-load work time
+	// busy is the workers busy on average, runs in flight included (for
+	// the utilization); concurrency the typical reconciles' (throughput ×
+	// typical work time: finished work only, so that long and hung runs
+	// are no downstream limit).
+	busy, concurrency float64
+	utilization       float64 // busy over the limit
+	usable            float64 // the reconciles the downstream serves at once at no-load speed
+	// held is the runs in flight beyond the typical concurrency while one
+	// has run longer than the window and four typical work times: long or
+	// hung reconciles, which hold workers the arrivals do not show.
+	held         int
+	needed       int           // the demand's count (staffing, plus held)
+	wait         time.Duration // the queue wait: 90th percentile or oldest waiting
+	limiter      float64       // limiter wait's share of the work time
+	retryAfter   float64       // Retry-After wait's share
+	errorRetries float64       // backoff retries over adds (RequeueAfter not counted)
+	cpu          bottleneck.CPUUse
+	// cpuPer is the process's CPU time per reconcile of the queue, and
+	// cpuUsable the reconciles the CPU serves at once at no-load speed:
+	// the cores × the no-load work time over the CPU per reconcile.
+	cpuPer    time.Duration
+	cpuUsable float64
+	class     bottleneck.Verdict // the table's class of the window
+	sample    bool               // enough reconciles finished to trust usable
+	gradient  bool               // the base is above the no-load time with more running than it was measured at
 }
 
 // decision is a change of the limit.
@@ -137,7 +150,7 @@ type controller struct {
 
 	limit        int
 	smoothBase   time.Duration // exponentially weighted base work time; 0 before a sample
-	smoothBusy   float64       // and busy workers
+	smoothBusy   float64       // and typical concurrency
 	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
 	noLoadBusy   float64       // smoothBusy when noLoad was measured
 	staleRun     int           // consecutive windows slower than noLoad at its concurrency
@@ -161,8 +174,17 @@ func newController(lo, hi, start int, objective, interval time.Duration) *contro
 	return &controller{lo: lo, hi: hi, limit: start, objective: objective, interval: interval, hold: initialHold}
 }
 
-// figures derives the figures of w, and updates the no-load work time.
+// figures derives the figures of w from the controller's no-load work time
+// as it is: a reading that changes nothing (decide learns from the window
+// between measuring and estimating).
 func (c *controller) figures(w *window) figures {
+	f := measure(w)
+	c.estimate(&f, w)
+	return f
+}
+
+// measure derives the figures of w that depend on nothing else.
+func measure(w *window) figures {
 	var f figures
 	secs := w.dur.Seconds()
 	if secs <= 0 {
@@ -172,76 +194,132 @@ func (c *controller) figures(w *window) figures {
 	f.utilization = f.busy / float64(max(w.limit, 1))
 	f.wait = max(w.waitP90, w.oldest)
 	if w.adds > 0 {
-		f.retries = float64(w.retries) / float64(w.adds)
+		f.errorRetries = float64(w.retries-min(w.delayedAdds, w.retries)) / float64(w.adds)
 	}
 	f.arrivals = max(0, (float64(w.started)+float64(w.depth-w.depthBefore))/secs)
+	f.cpu = w.cpu
 	if w.done > 0 {
 		n := float64(w.done)
 		f.throughput = n / secs
 		f.work = time.Duration(float64(w.work) / n)
+		f.typical = w.typicalWork
+		if w.typicalDone == 0 {
+			f.typical = f.work
+		}
 		waits := time.Duration(float64(w.limiterWait+w.retryAfterWait) / n)
-		f.base = max(f.work-waits, f.work/100)
+		f.base = max(f.typical-waits, f.typical/100)
 		if w.work > 0 {
 			f.limiter = w.limiterWait.Seconds() / w.work.Seconds()
 			f.retryAfter = w.retryAfterWait.Seconds() / w.work.Seconds()
 		}
+		f.concurrency = f.throughput * f.typical.Seconds()
 		f.sample = w.done >= minSample
-		if f.sample {
-			if c.smoothBase == 0 {
-				c.smoothBase, c.smoothBusy = f.base, f.busy
-			} else {
-				c.smoothBase += time.Duration(baseSmoothing * float64(f.base-c.smoothBase))
-				c.smoothBusy += baseSmoothing * (f.busy - c.smoothBusy)
-			}
-			switch {
-			case c.noLoad == 0 || c.smoothBase < c.noLoad:
-				c.noLoad, c.noLoadBusy, c.staleRun = c.smoothBase, c.smoothBusy, 0
-			case f.busy < c.noLoadBusy+1 && float64(f.base) > (1+excessShare)*float64(c.noLoad):
-				// Slower at the concurrency the no-load time was measured
-				// at: the work changed (an initial list of no-op
-				// reconciles, then real ones). Three such windows in a row
-				// make the new work time the no-load one.
-				if c.staleRun++; c.staleRun >= staleWindows {
-					c.smoothBase, c.smoothBusy = f.base, f.busy
-					c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.busy, 0
-				}
-			default:
-				c.staleRun = 0
-			}
-		}
-		f.noLoad = c.noLoad
-		// A latency gradient is work that takes longer with more of it at
-		// once: the no-load time counts only with at least one more busy
-		// worker than when it was measured. Otherwise the work itself
-		// changed (an initial list of reconciles with nothing to do, then
-		// real ones), not the concurrency.
-		f.gradient = f.busy >= c.noLoadBusy+1 && c.noLoad < f.base
-		if f.sample {
-			ref := f.base
-			if f.gradient {
-				ref = c.noLoad
-			}
-			f.usable = f.throughput * ref.Seconds()
+		if f.cpu.Known {
+			f.cpuPer = time.Duration(f.cpu.Used * float64(w.dur) / n)
 		}
 	}
+	f.class = bottleneck.Classify(bottleneck.Figures{
+		CPU:    f.cpu,
+		Client: w.done > 0 && w.work > 0, RetryAfterShare: f.retryAfter, RateLimiterShare: f.limiter,
+		ErrorRetries: f.errorRetries, AddsKnown: w.adds > 0,
+		// No worker count: the pool's own staffing rule is its workers
+		// class; it reads the table's classes that forbid more workers.
+		Utilization: f.utilization,
+	})
+	return f
+}
+
+// estimate derives the figures that depend on the no-load work time: the
+// gradient, what the downstream and the CPU serve, and the demand.
+func (c *controller) estimate(f *figures, w *window) {
+	if w.dur <= 0 {
+		return
+	}
+	f.noLoad = c.noLoad
+	// A latency gradient is work that takes longer with more of it at
+	// once: the no-load time counts only with at least one more reconcile
+	// running than when it was measured. Otherwise the work itself changed
+	// (an initial list of reconciles with nothing to do, then real ones),
+	// not the concurrency.
+	f.gradient = c.noLoad > 0 && f.concurrency >= c.noLoadBusy+1 && c.noLoad < f.base
+	if f.sample {
+		ref := f.base
+		if f.gradient {
+			ref = c.noLoad
+		}
+		f.usable = f.throughput * ref.Seconds()
+	}
+	if f.cpuPer > 0 && f.cpu.Cores > 0 {
+		// A reconcile takes at least its CPU time; more, alone, when it
+		// also waits on something (the no-load work time, when it was
+		// measured).
+		w0 := f.cpuPer
+		if c.noLoad > 0 {
+			w0 = max(w0, min(c.noLoad, f.typical))
+		}
+		f.cpuUsable = f.cpu.Cores * w0.Seconds() / f.cpuPer.Seconds()
+	}
 	// The demand: the keys that arrive and those waiting, each for the
-	// work time, plus the staffing margin.
-	work := f.work
+	// typical work time, plus the staffing margin, plus the runs that hold
+	// workers for longer than the window.
+	work := f.typical
 	if w.done == 0 {
 		work = max(c.noLoad, w.longest)
+	} else if w.longest > max(w.dur, 4*f.typical) {
+		f.held = max(1, w.inFlight-int(math.Ceil(f.concurrency)))
 	}
 	a := (f.arrivals + float64(w.depth)/drainHorizon.Seconds()) * work.Seconds()
 	if a > 0 {
 		f.needed = int(math.Ceil(a + staffingBeta*math.Sqrt(a)))
 	}
-	f.needed = max(f.needed, 1)
-	return f
+	f.needed = max(f.needed, 1) + f.held
+}
+
+// cpuBound says whether the table's CPU class holds for the window.
+func (f *figures) cpuBound() bool { return f.class.Class == bottleneck.CPU }
+
+// learn updates the smoothed base work time and the no-load work time from
+// a window's figures: only from a sample, and, while the process's CPU is
+// what limits, never upwards (work slowed down by a full CPU is no change
+// of the work).
+func (c *controller) learn(f *figures) {
+	if !f.sample {
+		return
+	}
+	if c.smoothBase == 0 {
+		c.smoothBase, c.smoothBusy = f.base, f.concurrency
+	} else {
+		c.smoothBase += time.Duration(baseSmoothing * float64(f.base-c.smoothBase))
+		c.smoothBusy += baseSmoothing * (f.concurrency - c.smoothBusy)
+	}
+	switch {
+	case c.noLoad == 0 || c.smoothBase < c.noLoad:
+		c.noLoad, c.noLoadBusy, c.staleRun = c.smoothBase, c.smoothBusy, 0
+	case !f.cpuBound() && f.concurrency < c.noLoadBusy+1 && float64(f.base) > (1+excessShare)*float64(c.noLoad):
+		// Slower at the concurrency the no-load time was measured at: the
+		// work changed (an initial list of no-op reconciles, then real
+		// ones). Three such windows in a row make the new work time the
+		// no-load one.
+		if c.staleRun++; c.staleRun >= staleWindows {
+			c.smoothBase, c.smoothBusy = f.base, f.concurrency
+			c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.concurrency, 0
+		}
+	default:
+		c.staleRun = 0
+	}
 }
 
 // limitClass names what makes the reconciles slower than at no load: the
-// largest of the client's rate limiter, the API server's Retry-After, and
-// the base work time over the no-load one (a latency gradient).
+// table's class when it is a downstream one, else the largest of the
+// client's rate limiter, the API server's Retry-After, and the base work
+// time over the no-load one (a latency gradient).
 func (c *controller) limitClass(f *figures) string {
+	switch f.class.Class {
+	case bottleneck.ServerThrottling:
+		return ReasonServerThrottling
+	case bottleneck.ClientRateLimit:
+		return ReasonClientRateLimit
+	}
 	gradient := 0.0
 	if f.work > 0 && f.gradient {
 		gradient = float64(f.base-c.noLoad) / float64(f.work)
@@ -255,14 +333,34 @@ func (c *controller) limitClass(f *figures) string {
 	return ReasonLatencyGradient
 }
 
+// ceilingFor returns the ceiling for a downstream that serves usable
+// reconciles at once: the nearest count to ceilingHeadroom × usable, within
+// the bounds.
+func (c *controller) ceilingFor(usable float64) int {
+	return min(c.hi, max(c.lo, int(math.Round(ceilingHeadroom*usable))))
+}
+
 // decide returns the change w calls for at now, if any, and the window's
 // figures.
 func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) {
-	f := c.figures(w)
+	f := measure(w)
+	c.learn(&f)
+	c.estimate(&f, w)
 	c.lastNeeded = f.needed
 	L := c.limit
-	excess := f.busy - f.usable
-	limited := f.sample && excess > max(1, excessShare*f.usable)
+
+	// More run at once than the downstream serves: by the CPU when the
+	// table's class is cpu (the CPU's count), else by the throughput at the
+	// no-load work time (Vegas's estimate).
+	usable, reason := f.usable, ""
+	if f.cpuBound() && f.cpuUsable > 0 {
+		usable, reason = min(f.cpuUsable, f.concurrency), ReasonCPU
+		if f.gradient {
+			usable = min(usable, f.usable)
+		}
+	}
+	excess := f.concurrency - usable
+	limited := f.sample && excess > max(1, excessShare*usable)
 	if limited {
 		c.limitedRun++
 	} else {
@@ -283,7 +381,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	} else {
 		c.lowRun++
 	}
-	gone := f.sample && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
+	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
 	switch {
 	case c.ceiling == 0 || L < c.ceiling || !f.sample:
 		c.goneRun = 0
@@ -292,26 +390,39 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	default:
 		c.ceilingSeen, c.goneRun = true, 0
 	}
-	if now.Sub(c.lastChange) < 2*c.interval && !c.lastChange.IsZero() {
-		return decision{}, f, false
+
+	// Grow, when the demand needs more or keys wait with the workers busy,
+	// unless a class of the table forbids more workers.
+	byDemand := f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
+	if c.ascending && recent {
+		byDemand = withMargin(f.needed) >= L+minStep
 	}
-	ceilingFor := func() int {
-		c.ceilingSeen = false
-		// Rounded up: at least one more than the downstream serves, so
-		// that the limit stays in sight at the ceiling.
-		return min(c.hi, max(c.lo, int(math.Ceil(ceilingHeadroom*f.usable))))
+	wantMore := byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
+	// Plain demand: no downstream limit seen or set. The pool then goes
+	// to the demand's count at once, and a grow for it may follow the
+	// last by one interval, not two.
+	slower := f.sample && c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
+	plain := c.ceiling == 0 && !slower && !limited && f.class.MoreWorkers() && !c.verifying && !c.probing
+	sinceLast := now.Sub(c.lastChange)
+	if !c.lastChange.IsZero() && sinceLast < 2*c.interval &&
+		!(plain && byDemand && !limited && L < c.hi && sinceLast >= c.interval && !c.descending) {
+		return decision{}, f, false
 	}
 
 	// A probe is judged on the first window allowed to change.
 	if c.probing {
 		c.probing = false
 		if limited {
-			c.ceiling = ceilingFor()
+			c.ceiling = c.ceilingFor(usable)
+			c.ceilingSeen = false
 			c.hold = min(2*c.hold, maxHold)
 			c.ceilingUntil = now.Add(c.hold)
-			class := c.limitClass(&f)
+			class := reason
+			if class == "" {
+				class = c.limitClass(&f)
+			}
 			return c.change(max(c.ceiling, c.lo), class, now,
-				fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(&f), c.ceiling, c.hold)), f, true
+				fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold)), f, true
 		}
 		c.ceiling, c.hold = 0, initialHold
 	}
@@ -319,9 +430,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// After a shrink for a latency gradient: did the work get faster?
 	if c.verifying {
 		c.verifying = false
-		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) {
+		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) && !f.cpuBound() {
 			old := c.noLoad
-			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.busy, 0, initialHold
+			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.concurrency, 0, initialHold
 			return c.change(L, ReasonSlowerForAll, now,
 				fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), L, round(c.baseBefore), round(old), round(f.base))), f, true
 		}
@@ -329,50 +440,56 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 
 	// More at once than the downstream can serve: shrink to what it can.
 	if limited && c.limitedRun >= 2 {
-		c.ceiling = ceilingFor()
+		c.ceiling = c.ceilingFor(usable)
+		c.ceilingSeen = false
 		c.ceilingUntil = now.Add(c.hold)
 		to := max(c.ceiling, (L+1)/2, c.lo)
 		if to < L {
-			class := c.limitClass(&f)
+			class := reason
+			if class == "" {
+				class = c.limitClass(&f)
+			}
 			if class == ReasonLatencyGradient {
 				c.verifying, c.baseBefore = true, f.base
 			}
-			return c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f), c.ceiling, c.hold)), f, true
+			return c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold)), f, true
 		}
 	}
 
-	// Grow, when the demand needs more or keys wait with the workers busy,
-	// unless errors are the bottleneck.
-	byDemand := f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
-	if c.ascending && recent {
-		byDemand = withMargin(f.needed) >= L+minStep
-	}
-	wantMore := byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
-	if wantMore && f.retries <= retriesShare && !limited && L < c.hi {
-		target := max(L+1, min(2*L, withMargin(f.needed)))
-		reason := ReasonDemand
-		if !byDemand {
-			reason = ReasonWait
-		}
-		if c.ceiling > 0 {
-			if L < c.ceiling {
-				target = min(target, c.ceiling)
-			} else {
-				// At the ceiling: probe once its hold is over, or once the
-				// signs of the limit, seen at the ceiling, are gone.
-				gone = c.ceilingSeen && c.goneRun >= goneWindows
-				if !now.After(c.ceilingUntil) && !gone {
-					return decision{}, f, false
-				}
-				c.probing = true
-				target = max(L+1, int(math.Ceil(probeStep*float64(L))))
-				return c.change(min(target, c.hi), ReasonProbe, now,
-					fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f))), f, true
+	if wantMore && !limited && L < c.hi {
+		if c.ceiling > 0 && L >= c.ceiling {
+			// At the ceiling: probe once its hold is over, or once the
+			// signs of the limit, seen at the ceiling, are gone; then
+			// straight to the demand's count, which the signs' absence
+			// says the downstream may serve.
+			gone = c.ceilingSeen && c.goneRun >= goneWindows
+			if !now.After(c.ceilingUntil) && !gone {
+				return decision{}, f, false
 			}
+			c.probing = true
+			target := max(L+1, int(math.Ceil(probeStep*float64(L))))
+			if gone {
+				target = max(target, withMargin(f.needed))
+			}
+			return c.change(min(target, c.hi), ReasonProbe, now,
+				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f))), f, true
 		}
-		d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
-		c.ascending = true
-		return d, f, true
+		if f.class.MoreWorkers() {
+			target := max(L+1, min(2*L, withMargin(f.needed)))
+			if plain {
+				target = max(L+1, withMargin(f.needed))
+			}
+			if c.ceiling > 0 {
+				target = min(target, c.ceiling)
+			}
+			reason := ReasonDemand
+			if !byDemand {
+				reason = ReasonWait
+			}
+			d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
+			c.ascending = true
+			return d, f, true
+		}
 	}
 
 	// Shrink when the demand needs well under the limit, twice in a row.
@@ -421,14 +538,22 @@ func (c *controller) change(to int, reason string, now time.Time, detail string)
 	return decision{to: to, reason: reason, detail: detail}
 }
 
-func (c *controller) excessDetail(f *figures) string {
-	return fmt.Sprintf("%.1f busy, the downstream serves %.1f at once (%.1f/s × no-load work time %v; work time %v, limiter %.2f, retry-after %.2f)",
-		f.busy, f.usable, f.throughput, round(c.noLoad), round(f.work), f.limiter, f.retryAfter)
+func (c *controller) excessDetail(f *figures, usable float64) string {
+	if f.cpuBound() && f.cpuUsable > 0 {
+		return fmt.Sprintf("%.1f running, the CPU serves %.1f at once (%.2f of %.2f cores used, %v of CPU per reconcile; work time %v)",
+			f.concurrency, usable, f.cpu.Used, f.cpu.Cores, round(f.cpuPer), round(f.typical))
+	}
+	return fmt.Sprintf("%.1f running, the downstream serves %.1f at once (%.1f/s × no-load work time %v; work time %v, limiter %.2f, retry-after %.2f)",
+		f.concurrency, usable, f.throughput, round(c.noLoad), round(f.typical), f.limiter, f.retryAfter)
 }
 
 func (c *controller) demandDetail(f *figures) string {
-	return fmt.Sprintf("needed %d (arrivals %.1f/s, work time %v), wait %v (objective %v), utilization %.2f, retries/adds %.2f",
-		f.needed, f.arrivals, round(f.work), round(f.wait), c.objective, f.utilization, f.retries)
+	held := ""
+	if f.held > 0 {
+		held = fmt.Sprintf(", %d held by long runs", f.held)
+	}
+	return fmt.Sprintf("needed %d (arrivals %.1f/s, work time %v%s), wait %v (objective %v), utilization %.2f, backoff retries/adds %.2f, %s",
+		f.needed, f.arrivals, round(f.typical), held, round(f.wait), c.objective, f.utilization, f.errorRetries, f.class)
 }
 
 // round shortens a duration for a log line.

@@ -2,6 +2,7 @@ package otelqueue
 
 import (
 	"fmt"
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -34,6 +35,7 @@ type load struct {
 	busy                      float64
 	depth, drained            int
 	adds, retries             uint64
+	delayedAdds               uint64
 	wait                      time.Duration
 }
 
@@ -49,7 +51,7 @@ func (l load) window(limit int) *window {
 		work: n * l.work, busy: busy,
 		waitP90: l.wait,
 		depth:   l.depth, depthBefore: l.depth + l.drained,
-		adds: l.adds, retries: l.retries,
+		adds: l.adds, retries: l.retries, delayedAdds: l.delayedAdds,
 		limiterWait: n * l.limiter, retryAfterWait: n * l.retryAfter,
 	}
 }
@@ -266,9 +268,11 @@ func TestDecideLatencyGradientConfirmed(t *testing.T) {
 	}
 }
 
-// TestDecideRetries: when more than half the adds are retries, errors are
-// the bottleneck and the pool does not grow, however much the demand or
-// the wait asks; at half, it grows.
+// TestDecideRetries: when more than half the adds are retries through the
+// rate limiter's backoff, errors are the bottleneck and the pool does not
+// grow, however much the demand or the wait asks; at half, it grows, and so
+// it does when the retries are requeues the reconcile asked for
+// (RequeueAfter: delayed adds), which are no failures.
 func TestDecideRetries(t *testing.T) {
 	t.Run("above half", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 4)
@@ -284,7 +288,13 @@ func TestDecideRetries(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 4)
 		l := demand
 		l.retries = 50
-		r.want(l, 8, ReasonDemand)
+		r.want(l, withMargin(12), ReasonDemand)
+	})
+	t.Run("requeues asked for", func(t *testing.T) {
+		r := newCtlRun(t, 1, 32, 4)
+		l := demand
+		l.retries, l.delayedAdds = 95, 90
+		r.want(l, withMargin(12), ReasonDemand)
 	})
 }
 
@@ -355,8 +365,9 @@ func TestDecideHoldDoublesUpToMax(t *testing.T) {
 
 // TestDecideProbeWhenSignsGone: at the ceiling, once its limit was seen
 // there, two windows without its signs (no limiter or Retry-After waits,
-// work at the no-load time) make the pool probe before the hold is over;
-// a probe that finds no limit drops the ceiling and resets the hold.
+// work at the no-load time) make the pool probe before the hold is over,
+// straight to the demand's count; a probe that finds no limit drops the
+// ceiling and resets the hold.
 func TestDecideProbeWhenSignsGone(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
@@ -364,18 +375,18 @@ func TestDecideProbeWhenSignsGone(t *testing.T) {
 	r.want(clientLimited, 11, ReasonClientRateLimit)
 	r.none(atCeiling, 2, "the limit still seen at the ceiling")
 	r.none(limitGone, 1, "one window without the signs of the limit")
-	d := r.want(limitGone, 17, ReasonProbe)
+	d := r.want(limitGone, withMargin(24), ReasonProbe) // 110/s + 500 waiting / 30 s, of 100ms: 12.7 busy, 24 with the margin
 	if !strings.Contains(d.detail, "the signs of the downstream limit are gone") {
 		t.Errorf("probe detail %q, want it to say the signs are gone", d.detail)
 	}
 	if r.now().After(r.c.ceilingUntil) {
 		t.Fatalf("probed at %v, after the hold (%v): the test does not test the early probe", r.now(), r.c.ceilingUntil)
 	}
-	// At 17: 170 reconciles a second of 100ms, no waits: the downstream
+	// At 27: 270 reconciles a second of 100ms, no waits: the downstream
 	// serves all of them.
-	free := load{done: 170, work: 100 * time.Millisecond}
+	free := load{done: 270, work: 100 * time.Millisecond}
 	r.none(free, 1, "within two intervals of the probe")
-	if d, _, ok := r.feed(free); ok && d.to < 17 {
+	if d, _, ok := r.feed(free); ok && d.to < 27 {
 		t.Errorf("a probe that found no limit: decision %d (%s), want no shrink", d.to, d.reason)
 	}
 	if r.c.ceiling != 0 || r.c.hold != initialHold || r.c.probing {
@@ -421,19 +432,41 @@ func TestDecideBounds(t *testing.T) {
 	})
 }
 
-// TestDecideInterval: no change within two intervals of the last.
+// TestDecideInterval: no change within two intervals of the last, but a
+// grow for a plain demand (no downstream limit seen), which may follow a
+// grow by one interval: a surge is met in one step, and the next follows
+// the next window.
 func TestDecideInterval(t *testing.T) {
-	r := newCtlRun(t, 1, 64, 4)
-	r.want(demand, 8, ReasonDemand)
-	changed := r.now()
-	for _, after := range []time.Duration{decideInterval / 2, decideInterval, 2*decideInterval - time.Nanosecond} {
-		if d, _, ok := r.feedAt(demand, changed.Add(after)); ok {
-			t.Fatalf("%v after the change: decision %d (%s), want none within 2 intervals", after, d.to, d.reason)
+	t.Run("plain demand", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 4)
+		r.want(demand, withMargin(12), ReasonDemand) // straight to the demand's count, not ×2
+		changed := r.now()
+		more := demand
+		more.depth = 1500 // 40/s + 1500 / 30 s of 100ms: 9 busy, 18 with the margin, 20 with the band
+		if d, _, ok := r.feedAt(more, changed.Add(decideInterval/2)); ok {
+			t.Fatalf("half an interval after the change: decision %d (%s), want none", d.to, d.reason)
 		}
-	}
-	if d, _, ok := r.feedAt(demand, changed.Add(2*decideInterval)); !ok || d.to <= 8 {
-		t.Errorf("2 intervals after the change: decision %v %+v, want a grow", ok, d)
-	}
+		if d, _, ok := r.feedAt(more, changed.Add(decideInterval)); !ok || d.to <= withMargin(12) || d.reason != ReasonDemand {
+			t.Errorf("an interval after the change: decision %v %+v, want a grow for the demand", ok, d)
+		}
+	})
+	t.Run("after a shrink", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 32)
+		quiet := load{done: 5, work: 100 * time.Millisecond} // no sample: no no-load work time
+		r.none(quiet, 1, "one window of low demand")
+		r.want(quiet, 16, ReasonLowUtilization)
+		changed := r.now()
+		more := demand
+		more.depth = 3000 // 40/s + 3000 / 30 s of 100ms: 14 busy, 26 with the margin
+		for _, after := range []time.Duration{decideInterval / 2, decideInterval, 2*decideInterval - time.Nanosecond} {
+			if d, _, ok := r.feedAt(more, changed.Add(after)); ok {
+				t.Fatalf("%v after a shrink: decision %d (%s), want none within 2 intervals", after, d.to, d.reason)
+			}
+		}
+		if d, _, ok := r.feedAt(more, changed.Add(2*decideInterval)); !ok || d.to <= 16 {
+			t.Errorf("2 intervals after the shrink: decision %v %+v, want a grow", ok, d)
+		}
+	})
 }
 
 // TestDecideLowUtilization: the demand well under the limit two windows in
@@ -570,6 +603,7 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[string]int {
 	c := newController(lo, hi, start, DefaultWaitObjective, decideInterval)
 	now := decideT0
 	var last time.Time
+	var lastReason string
 	seen := make(map[string]int)
 	// A regime lasts a while, as loads do: a downstream that serves some
 	// count at once, at some no-load work time, through some kind of limit.
@@ -628,10 +662,14 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[string]int {
 		if d.to != c.limit {
 			t.Fatalf("window %d: decision to %d, limit %d", i, d.to, c.limit)
 		}
-		if !last.IsZero() && now.Sub(last) < 2*decideInterval {
-			t.Fatalf("window %d: decision %d → %d (%s) %v after the last one, want at least 2 intervals", i, L, d.to, d.reason, now.Sub(last))
+		// Two intervals at least between changes, but for a grow for a
+		// plain demand (no ceiling), which may follow a grow or a change
+		// that was no shrink for low utilization by one.
+		if since := now.Sub(last); !last.IsZero() && since < 2*decideInterval &&
+			(since < decideInterval || d.reason != ReasonDemand || lastReason == ReasonLowUtilization || c.ceiling != 0) {
+			t.Fatalf("window %d: decision %d → %d (%s) %v after the last one (%s), want at least 2 intervals", i, L, d.to, d.reason, since, lastReason)
 		}
-		last = now
+		last, lastReason = now, d.reason
 		if d.detail == "" {
 			t.Errorf("window %d: decision %s with no detail", i, d.reason)
 		}
@@ -640,15 +678,15 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[string]int {
 			if d.to <= L {
 				t.Fatalf("window %d: %s from %d to %d, want a grow; figures %+v", i, d.reason, L, d.to, f)
 			}
-			if f.retries > retriesShare {
-				t.Fatalf("window %d: %s with retries/adds %.2f, want no grow over %.2f", i, d.reason, f.retries, retriesShare)
+			if d.reason != ReasonProbe && !f.class.MoreWorkers() {
+				t.Fatalf("window %d: %s under %v, which forbids more workers", i, d.reason, f.class)
 			}
 		case ReasonLowUtilization:
 			target := max(lo, withMargin(f.needed))
 			if d.to >= L || (d.to > L-minStep && d.to != lo && 2*target > L) {
 				t.Fatalf("window %d: %s from %d to %d, want a step of at least %d, one to lo (%d), or one towards a demand under half the limit (target %d)", i, d.reason, L, d.to, minStep, lo, target)
 			}
-		case ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient:
+		case ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU:
 			if d.to > L {
 				t.Fatalf("window %d: %s from %d to %d, want no grow", i, d.reason, L, d.to)
 			}
@@ -754,5 +792,141 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 	}
 	if !ok || d.reason != ReasonLatencyGradient || !f.gradient || d.to >= L {
 		t.Fatalf("with %d busy against 1.2 when fast: decision %+v, %v (figures %+v); want a shrink for a latency gradient", L, d, ok, f)
+	}
+}
+
+// cpuBusy is a window of the CPU-bound pool: done reconciles of work each
+// in a second, running at a time, cores used of the cores there are.
+func cpuBusy(limit, done int, work time.Duration, used, cores float64, depth int) *window {
+	w := load{done: done, work: work, depth: depth}.window(limit)
+	w.typicalWork, w.typicalDone = work, uint64(done)
+	w.cpu = bottleneck.CPUUse{Known: true, Used: used, Cores: cores}
+	return w
+}
+
+// TestDecideCPU: while the process uses the CPU it has (the table's cpu
+// class), the pool does not grow, however much the demand asks; when more
+// run at once than the CPU serves at the no-load work time, it comes down
+// to the CPU's count for the reason cpu; and once the CPU has room again
+// and the work is back at its no-load time, it probes.
+func TestDecideCPU(t *testing.T) {
+	t.Run("no grow", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 16)
+		r.settle() // 100ms of work, no CPU read
+		for i := range 10 {
+			r.n++
+			// 16 running on 16 cores at 100ms: 160/s, with 3000 keys
+			// waiting.
+			if d, f, ok := r.c.decide(cpuBusy(r.c.limit, 160, 100*time.Millisecond, 15.9, 16, 3000), r.now()); ok {
+				t.Fatalf("window %d: decision %d (%s, %q) with the CPU full; figures %+v", i, d.to, d.reason, d.detail, f)
+			}
+		}
+	})
+	t.Run("down to the CPU's count", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 16)
+		r.settle()
+		// 16 running on 8 cores: each takes 200ms, 80/s; the CPU serves 8
+		// at the no-load 100ms.
+		w := func() *window { return cpuBusy(r.c.limit, 80, 200*time.Millisecond, 8, 8, 500) }
+		r.n++
+		if d, _, ok := r.c.decide(w(), r.now()); ok {
+			t.Fatalf("first window over the CPU's count: decision %+v, want none yet", d)
+		}
+		r.n++
+		d, f, ok := r.c.decide(w(), r.now())
+		if !ok || d.reason != ReasonCPU || d.to != 9 || r.c.ceiling != 9 {
+			t.Fatalf("decision %v %+v, ceiling %d; want 16 → 9 (⌊1.1 × 8⌉) for cpu; figures %+v", ok, d, r.c.ceiling, f)
+		}
+		if !strings.Contains(d.detail, "the CPU serves 8.0 at once") {
+			t.Errorf("detail %q does not say what the CPU serves", d.detail)
+		}
+		// At 9 on 8 cores, still full: no grow, no probe before the hold.
+		for range 10 {
+			r.n++
+			if d, _, ok := r.c.decide(cpuBusy(r.c.limit, 80, 112*time.Millisecond, 8, 8, 500), r.now()); ok {
+				t.Fatalf("at the CPU's ceiling: decision %+v, want none", d)
+			}
+		}
+		// The CPU limit lifted: 9 running on 32 cores at the no-load time.
+		r.n++
+		if d, _, ok := r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now()); ok {
+			t.Fatalf("one window with room: decision %+v, want none yet", d)
+		}
+		r.n++
+		d, _, ok = r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now())
+		if !ok || d.reason != ReasonProbe || d.to <= 9 {
+			t.Errorf("two windows with room: decision %v %+v, want a probe", ok, d)
+		}
+	})
+}
+
+// TestDecideLongRuns: long reconciles in the tail and hung ones are no
+// downstream limit (the excess is read from the typical attempt's work
+// time), and the workers they hold count in the demand.
+func TestDecideLongRuns(t *testing.T) {
+	t.Run("a tail of 60s", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 8)
+		for i := range 20 {
+			// 40/s of 50ms, and in every other window a 60s reconcile
+			// ends: the mean work time jumps to 1.5s, the typical one
+			// stays.
+			w := load{done: 40, work: 50 * time.Millisecond}.window(r.c.limit)
+			w.typicalWork, w.typicalDone = 50*time.Millisecond, 40
+			if i%2 == 1 {
+				w.done, w.work = 41, w.work+60*time.Second
+			}
+			// The busy time, as the pool reads it: the work done in the
+			// window and the time of the 5 long runs in flight.
+			w.inFlight, w.longest = 7, 40*time.Second
+			w.busy = 2*decideInterval + 5*decideInterval
+			r.n++
+			if d, f, ok := r.c.decide(w, r.now()); ok && d.reason != ReasonDemand && d.reason != ReasonLowUtilization {
+				t.Fatalf("window %d: decision %+v; figures %+v: a tail is no downstream limit", i, d, f)
+			}
+		}
+	})
+	t.Run("three hung", func(t *testing.T) {
+		r := newCtlRun(t, 1, 64, 5)
+		// 40/s of 50ms beside 3 runs in flight for 10 minutes: 2 busy on
+		// the others, 5 in flight.
+		w := load{done: 40, work: 50 * time.Millisecond}.window(5)
+		w.typicalWork, w.typicalDone = 50*time.Millisecond, 40
+		w.inFlight, w.longest = 5, 10*time.Minute
+		w.busy = 5 * decideInterval // the pool's busy time: the hung runs' too
+		f := r.c.figures(w)
+		if f.held != 3 {
+			t.Errorf("held %d, want 3 (5 in flight, 2 = 40/s × 50ms typical)", f.held)
+		}
+		if f.needed < 3+2 {
+			t.Errorf("needed %d, want the demand of the others (2 busy, 7 with the staffing margin) and the 3 held", f.needed)
+		}
+		for i := range 20 {
+			r.n++
+			w := load{done: 40, work: 50 * time.Millisecond}.window(r.c.limit)
+			w.typicalWork, w.typicalDone = 50*time.Millisecond, 40
+			w.inFlight, w.longest = 5, 10*time.Minute
+			w.busy = time.Duration(r.c.limit) * decideInterval
+			if d, f, ok := r.c.decide(w, r.now()); ok && d.to < 5+f.needed-f.held && d.to < r.c.limit {
+				t.Fatalf("window %d: decision %+v; figures %+v: hung runs must not bring the pool under them and the others' demand", i, d, f)
+			}
+		}
+		if r.c.limit < 8 {
+			t.Errorf("limit %d, want at least 3 hung + the others' 5", r.c.limit)
+		}
+	})
+}
+
+// TestDecideCeilingRounding: the ceiling is the nearest count to 1.1 × what
+// the downstream serves: a client limit that serves 2 workers' worth holds
+// the pool at 2, not 3.
+func TestDecideCeilingRounding(t *testing.T) {
+	c := newController(1, 64, 8, DefaultWaitObjective, decideInterval)
+	for _, tc := range []struct {
+		usable float64
+		want   int
+	}{{2, 2}, {2.3, 3}, {10, 11}, {0.3, 1}, {100, 64}} {
+		if got := c.ceilingFor(tc.usable); got != tc.want {
+			t.Errorf("ceilingFor(%v) = %d, want %d", tc.usable, got, tc.want)
+		}
 	}
 }

@@ -52,11 +52,12 @@ type pool struct {
 	limit atomic.Int64
 	next  atomic.Int64 // no evaluation before this time (UnixNano)
 
-	mu      sync.Mutex
-	ctl     *controller
-	prev    snapshot
-	stats   AdaptiveStats
-	changes map[string]uint64 // by reason
+	mu       sync.Mutex
+	detached bool // by detach: no decision is applied any more
+	ctl      *controller
+	prev     snapshot
+	stats    AdaptiveStats
+	changes  map[string]uint64 // by reason
 }
 
 // snapshot is a read of every cumulative signal.
@@ -116,23 +117,31 @@ func errPoolTaken(queue string) error {
 }
 
 // attach makes p the pool of its queue and applies its limit; it fails when
-// the queue has one.
+// the queue has one. p is ready (its first snapshot taken, its next
+// decision time set) before the queue's observer can find it.
 func (p *pool) attach() error {
-	if !p.b.pool.CompareAndSwap(nil, p) {
+	if p.b.pool.Load() != nil {
 		return errPoolTaken(p.queue)
 	}
 	now := p.clock.Now()
 	p.mu.Lock()
-	p.setLimit(int(p.limit.Load()))
+	defer p.mu.Unlock()
 	p.prev = p.snapshot(now)
 	p.next.Store(now.Add(p.interval).UnixNano())
-	p.mu.Unlock()
+	if !p.b.pool.CompareAndSwap(nil, p) {
+		return errPoolTaken(p.queue)
+	}
+	p.setLimit(int(p.limit.Load()))
 	return nil
 }
 
-// detach removes p from its queue and lifts its limit.
+// detach removes p from its queue and lifts its limit, after any decision
+// being applied: no decision applies a limit after it.
 func (p *pool) detach() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.b.pool.CompareAndSwap(p, nil) {
+		p.detached = true
 		p.setLimit(0)
 	}
 }
@@ -243,8 +252,8 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		return
 	}
 	p.next.Store(now.Add(p.interval).UnixNano())
-	if p.b.client.Load() == nil {
-		return // not instrumented (any more): nothing to decide on
+	if p.detached || p.b.client.Load() == nil {
+		return // detached, or not instrumented (any more): nothing to decide on
 	}
 	cur := p.snapshot(now)
 	w := p.window(&p.prev, &cur)
