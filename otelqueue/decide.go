@@ -31,9 +31,16 @@ const (
 	excessShare = 0.25
 	// ceilingHeadroom is the ceiling over the downstream's usable count.
 	ceilingHeadroom = 1.1
-	// shrinkShare: the demand's count must be at most this share of the
-	// limit, two intervals in a row, to shrink (the band between it and 1
-	// is the hysteresis against noise).
+	// shrinkWindowIntervals: a shrink for low utilization goes to the
+	// highest demand of the last shrinkWindowIntervals intervals (a minute
+	// at the default interval), as Kubernetes' HorizontalPodAutoscaler
+	// stabilizes its scale-downs over a window: a load that comes in waves
+	// (keys that requeue every minute, an informer's resync) keeps the
+	// workers its waves need, and the estimate's noise moves nothing.
+	shrinkWindowIntervals = 12
+	// shrinkShare: that demand, with the grow band's margin, must be at most
+	// this share of the limit to shrink, but to Min (the band between it
+	// and 1 is the hysteresis against a load that drifts).
 	shrinkShare = 0.6
 	// probeStep is the step of a probe above the ceiling.
 	probeStep = 1.5
@@ -57,7 +64,7 @@ const (
 	goneGradient = 1.06
 	goneWindows  = 2
 	// growBand: the demand's count must exceed the limit by this share
-	// (and at least 1) to grow; with shrinkShare, the band keeps the
+	// (and at least 1) to grow; with the shrink window, the band keeps the
 	// staffing estimate's noise from moving the limit.
 	growBand = 0.1
 	// minStep is the smallest shrink for low utilization (but to Min) and
@@ -92,6 +99,11 @@ type window struct {
 	typicalWork time.Duration
 	typicalDone uint64
 	inFlight    int // attempts in flight at the end
+	// dueSoon is the delayed keys that become ready within dueWindow
+	// after the end (scheduler.Scheduler.DueWithin): arrivals already
+	// scheduled, such as a polling controller's requeues.
+	dueSoon   int
+	dueWindow time.Duration
 	cpu         bottleneck.CPUUse
 
 	// From instrumented clients (ClientStats).
@@ -102,7 +114,7 @@ type window struct {
 // gives them.
 type figures struct {
 	throughput float64       // reconciles finished per second
-	arrivals   float64       // keys that became ready per second
+	arrivals   float64       // keys that became ready per second, or that are due to in the next window if more
 	work       time.Duration // mean work time of a reconcile
 	typical    time.Duration // the typical reconcile's (tail trimmed)
 	base       time.Duration // of it, the part not spent waiting on a downstream limit
@@ -129,6 +141,7 @@ type figures struct {
 	// the cores × the no-load work time over the CPU per reconcile.
 	cpuPer    time.Duration
 	cpuUsable float64
+	backlog   bool // keys were ready and waiting at the end
 	class     bottleneck.Verdict // the table's class of the window
 	sample    bool               // enough reconciles finished to trust usable
 	gradient  bool               // the base is above the no-load time with more running than it was measured at
@@ -162,12 +175,48 @@ type controller struct {
 	ceilingUntil time.Time
 	hold         time.Duration
 	probing      bool // the last change was a probe, not judged yet
+	probeFound   probeFinding
 	verifying    bool // the last change was a shrink for a latency gradient
 	baseBefore   time.Duration
 	lastChange   time.Time
 	limitedRun   int // consecutive windows over the downstream's count
-	lowRun       int // consecutive windows of low demand
 	lastNeeded   int
+	// recentNeeded is the demand's count of the windows of the shrink
+	// window, oldest first.
+	recentNeeded []neededAt
+}
+
+// probeFinding is the first window since a probe that found more running
+// than the downstream serves: what it served, and why.
+type probeFinding struct {
+	limited bool
+	usable  float64
+	reason  string
+	class   bottleneck.Verdict
+}
+
+// neededAt is the demand's count of the window that ended at at.
+type neededAt struct {
+	at     time.Time
+	needed int
+}
+
+// peakNeeded records the demand's count of the window that ends at now and
+// returns the highest of the shrink window's.
+func (c *controller) peakNeeded(now time.Time, needed int) int {
+	from := now.Add(-shrinkWindowIntervals * c.interval)
+	keep := c.recentNeeded[:0]
+	for _, n := range c.recentNeeded {
+		if n.at.After(from) && !n.at.After(now) {
+			keep = append(keep, n)
+		}
+	}
+	c.recentNeeded = append(keep, neededAt{at: now, needed: needed})
+	peak := 0
+	for _, n := range c.recentNeeded {
+		peak = max(peak, n.needed)
+	}
+	return peak
 }
 
 func newController(lo, hi, start int, objective, interval time.Duration) *controller {
@@ -197,7 +246,13 @@ func measure(w *window) figures {
 		f.errorRetries = float64(w.retries-min(w.delayedAdds, w.retries)) / float64(w.adds)
 	}
 	f.arrivals = max(0, (float64(w.started)+float64(w.depth-w.depthBefore))/secs)
+	if w.dueSoon > 0 && w.dueWindow > 0 {
+		// The keys already scheduled to come in the next window: a wave of
+		// requeues is met when it comes, not a window after.
+		f.arrivals = max(f.arrivals, float64(w.dueSoon)/w.dueWindow.Seconds())
+	}
 	f.cpu = w.cpu
+	f.backlog = w.depth > 0
 	if w.done > 0 {
 		n := float64(w.done)
 		f.throughput = n / secs
@@ -359,28 +414,35 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			usable = min(usable, f.usable)
 		}
 	}
+	// Only while keys wait: a downstream that serves what arrives holds
+	// nothing back, and the window after a burst (its throughput that of
+	// the arrivals, its waits those of the burst's last attempts) says
+	// nothing of what it serves. A probe is judged on every window since
+	// it, not on the last only (probeFound).
 	excess := f.concurrency - usable
-	limited := f.sample && excess > max(1, excessShare*usable)
+	limited := f.sample && excess > max(1, excessShare*usable) && f.backlog
 	if limited {
 		c.limitedRun++
+		if c.probing && !c.probeFound.limited {
+			class := reason
+			if class == "" {
+				class = c.limitClass(&f)
+			}
+			c.probeFound = probeFinding{limited: true, usable: usable, reason: class, class: f.class}
+		}
 	} else {
 		c.limitedRun = 0
 	}
-	// Low demand: well under the limit to start a descent, under the
-	// target's margin to go on with it.
-	// A descent or an ascent goes on for two windows after its last step.
+	// Low demand: the highest demand of the shrink window, with the grow
+	// band's margin, at most shrinkShare of the limit and under it by a
+	// step of 2, or Min, and no
+	// key waiting over the objective. Few or no reconciles is low demand
+	// too: the sample matters for the downstream's estimate, not for an
+	// idle queue. An ascent goes on for two windows after its last step.
 	recent := now.Sub(c.lastChange) <= 4*c.interval
-	low := f.needed <= int(shrinkShare*float64(L))
-	if c.descending && recent {
-		low = withMargin(f.needed) < L
-	}
-	// Few or no reconciles is low demand too: the sample matters for the
-	// downstream's estimate, not for an idle queue.
-	if !low || f.wait > c.objective {
-		c.lowRun = 0
-	} else {
-		c.lowRun++
-	}
+	peak := c.peakNeeded(now, f.needed)
+	shrinkTo := max(c.lo, withMargin(peak))
+	low := shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) && f.wait <= c.objective
 	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
 	switch {
 	case c.ceiling == 0 || L < c.ceiling || !f.sample:
@@ -412,7 +474,12 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// A probe is judged on the first window allowed to change.
 	if c.probing {
 		c.probing = false
-		if limited {
+		found := c.probeFound
+		c.probeFound = probeFinding{}
+		if found.limited {
+			// The limit showed in a window since the probe (this one,
+			// or one before it): the ceiling is the first such window's.
+			usable, reason, f.class = found.usable, found.reason, found.class
 			c.ceiling = c.ceilingFor(usable)
 			c.ceilingSeen = false
 			c.hold = min(2*c.hold, maxHold)
@@ -443,12 +510,18 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 		c.ceiling = c.ceilingFor(usable)
 		c.ceilingSeen = false
 		c.ceilingUntil = now.Add(c.hold)
-		to := max(c.ceiling, (L+1)/2, c.lo)
+		class := reason
+		if class == "" {
+			class = c.limitClass(&f)
+		}
+		// Straight to the ceiling when the waits on the limit were
+		// measured (the client's limiter, Retry-After); by halves when the
+		// limit is inferred from the work time (a gradient, the CPU).
+		to := max(c.ceiling, c.lo)
+		if class != ReasonClientRateLimit && class != ReasonServerThrottling {
+			to = max(to, (L+1)/2)
+		}
 		if to < L {
-			class := reason
-			if class == "" {
-				class = c.limitClass(&f)
-			}
 			if class == ReasonLatencyGradient {
 				c.verifying, c.baseBefore = true, f.base
 			}
@@ -475,12 +548,15 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f))), f, true
 		}
 		if f.class.MoreWorkers() {
+			// Straight to the demand's count when it is plain, or within
+			// the ceiling a downstream limit set; by doubling otherwise (a
+			// downstream that slows down is still in sight).
 			target := max(L+1, min(2*L, withMargin(f.needed)))
-			if plain {
+			switch {
+			case plain:
 				target = max(L+1, withMargin(f.needed))
-			}
-			if c.ceiling > 0 {
-				target = min(target, c.ceiling)
+			case c.ceiling > 0:
+				target = max(L+1, min(withMargin(f.needed), c.ceiling))
 			}
 			reason := ReasonDemand
 			if !byDemand {
@@ -492,20 +568,13 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 		}
 	}
 
-	// Shrink when the demand needs well under the limit, twice in a row.
-	if c.lowRun >= 2 && L > c.lo {
-		// To the demand's count with the grow band's margin, so that the
-		// next window's noise neither grows nor shrinks it again, at most
-		// halving. A step of one is the estimate's noise, not a change of
-		// the load, unless it goes to Min or the demand is under half the
-		// limit (the halving is what makes the step small).
-		target := max(c.lo, withMargin(f.needed))
-		to := max(target, (L+1)/2)
-		if to < L && (to <= L-minStep || to == c.lo || 2*target <= L) {
-			d := c.change(to, ReasonLowUtilization, now, c.demandDetail(&f))
-			c.descending = true
-			return d, f, true
-		}
+	// Shrink, in one step, to the shrink window's highest demand with the
+	// grow band's margin, so that the next window's noise neither grows
+	// nor shrinks it again.
+	if low {
+		d := c.change(shrinkTo, ReasonLowUtilization, now, fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(&f), shrinkWindowIntervals*c.interval, peak))
+		c.descending = true
+		return d, f, true
 	}
 	return decision{}, f, false
 }
@@ -533,7 +602,7 @@ func probeWhy(gone bool) string {
 func (c *controller) change(to int, reason string, now time.Time, detail string) decision {
 	c.limit = to
 	c.lastChange = now
-	c.limitedRun, c.lowRun = 0, 0
+	c.limitedRun = 0
 	c.descending, c.ascending, c.goneRun = false, false, 0
 	return decision{to: to, reason: reason, detail: detail}
 }

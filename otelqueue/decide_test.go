@@ -67,12 +67,12 @@ var (
 	// clientLimited: 13 busy, 100 reconciles a second of 130ms, 30ms of it
 	// waiting on the client's rate limiter: the downstream serves 100/s ×
 	// 100ms = 10 at once, and the 3 more wait.
-	clientLimited = load{done: 100, work: 130 * time.Millisecond, limiter: 30 * time.Millisecond}
+	clientLimited = load{done: 100, work: 130 * time.Millisecond, limiter: 30 * time.Millisecond, depth: 200}
 	// serverLimited: the same, waiting on the API server's Retry-After.
-	serverLimited = load{done: 100, work: 130 * time.Millisecond, retryAfter: 30 * time.Millisecond}
+	serverLimited = load{done: 100, work: 130 * time.Millisecond, retryAfter: 30 * time.Millisecond, depth: 200}
 	// gradient: the same, but each reconcile takes 130ms with nothing to
 	// wait for: a shared resource slows every reconcile down.
-	gradient = load{done: 100, work: 130 * time.Millisecond}
+	gradient = load{done: 100, work: 130 * time.Millisecond, depth: 200}
 	// atCeiling: 11 busy at a ceiling of 11 with a backlog of 500 keys: the
 	// demand wants more, the downstream serves 10 (not over it by more than
 	// 1), and the limiter's waits (the signs of the limit) are still there.
@@ -173,7 +173,9 @@ func TestDecideFigures(t *testing.T) {
 		sample                bool
 	}{
 		{name: "steady", l: steady, busy: 6, usable: 6, needed: 14, base: 100 * time.Millisecond, sample: true},
-		{name: "client limited", l: clientLimited, busy: 13, usable: 10, limiter: 30.0 / 130, needed: 24, base: 100 * time.Millisecond, sample: true},
+		// 100/s and 200 keys waiting / 30 s, of 130ms: 13.9 busy, 26 with
+		// the staffing margin.
+		{name: "client limited", l: clientLimited, busy: 13, usable: 10, limiter: 30.0 / 130, needed: 26, base: 100 * time.Millisecond, sample: true},
 		{name: "idle", l: idle, needed: 1},
 	} {
 		c := *r.c // a copy: figures updates the no-load work time
@@ -415,8 +417,8 @@ func TestDecideBounds(t *testing.T) {
 	})
 	t.Run("client limit to lo", func(t *testing.T) {
 		r := newCtlRun(t, 8, 32, 10)
-		// 10 busy where the downstream serves 2.
-		l := load{done: 20, work: 500 * time.Millisecond, limiter: 400 * time.Millisecond}
+		// 10 busy where the downstream serves 2, with keys waiting.
+		l := load{done: 20, work: 500 * time.Millisecond, limiter: 400 * time.Millisecond, depth: 100}
 		r.none(l, 1, "one window over the downstream's count is not enough")
 		r.want(l, 8, ReasonClientRateLimit)
 		if r.c.ceiling != 8 {
@@ -426,7 +428,6 @@ func TestDecideBounds(t *testing.T) {
 	})
 	t.Run("low utilization to lo", func(t *testing.T) {
 		r := newCtlRun(t, 5, 32, 10)
-		r.none(tiny, 1, "one window of low demand is not enough")
 		r.want(tiny, 5, ReasonLowUtilization)
 		r.none(tiny, 10, "at lo")
 	})
@@ -453,8 +454,7 @@ func TestDecideInterval(t *testing.T) {
 	t.Run("after a shrink", func(t *testing.T) {
 		r := newCtlRun(t, 1, 64, 32)
 		quiet := load{done: 5, work: 100 * time.Millisecond} // no sample: no no-load work time
-		r.none(quiet, 1, "one window of low demand")
-		r.want(quiet, 16, ReasonLowUtilization)
+		r.want(quiet, withMargin(3), ReasonLowUtilization) // 0.5 busy: 3 with the staffing margin
 		changed := r.now()
 		more := demand
 		more.depth = 3000 // 40/s + 3000 / 30 s of 100ms: 14 busy, 26 with the margin
@@ -463,37 +463,38 @@ func TestDecideInterval(t *testing.T) {
 				t.Fatalf("%v after a shrink: decision %d (%s), want none within 2 intervals", after, d.to, d.reason)
 			}
 		}
-		if d, _, ok := r.feedAt(more, changed.Add(2*decideInterval)); !ok || d.to <= 16 {
+		if d, _, ok := r.feedAt(more, changed.Add(2*decideInterval)); !ok || d.to <= withMargin(3) {
 			t.Errorf("2 intervals after the shrink: decision %v %+v, want a grow", ok, d)
 		}
 	})
 }
 
-// TestDecideLowUtilization: the demand well under the limit two windows in
-// a row shrinks it to the demand's count with the grow band's margin, or
-// halves it, by steps of at least 2 unless to lo; one window is not enough,
-// nor a window with keys waiting over the objective.
+// TestDecideLowUtilization: the highest demand of the shrink window
+// (shrinkWindowIntervals intervals) with the grow band's margin, at most
+// shrinkShare of the limit, shrinks it in one step to that count, by a step
+// of at least 2 unless to lo; a higher demand within the window holds the
+// limit until it ages out, and keys waiting over the objective hold it.
 func TestDecideLowUtilization(t *testing.T) {
-	t.Run("steps", func(t *testing.T) {
+	t.Run("one step", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
-		r.none(light, 1, "one window of low demand is not enough")
-		r.want(light, 8, ReasonLowUtilization) // half of 16
-		r.none(light, 1, "within two intervals of the last change")
-		r.want(light, 4, ReasonLowUtilization) // half of 8
-		// The demand (2) with its margin is 3: a step of 1, not taken.
-		r.none(light, 10, "a step of 1 that is not to lo")
+		r.want(light, withMargin(2), ReasonLowUtilization) // 0.3 busy: 2 with the staffing margin
+		r.none(light, 10, "at the demand's count")
 	})
 	t.Run("a step of 1 to lo", func(t *testing.T) {
 		r := newCtlRun(t, 3, 32, 4)
-		r.none(light, 1, "one window of low demand is not enough")
 		r.want(light, 3, ReasonLowUtilization)
 	})
-	t.Run("not twice in a row", func(t *testing.T) {
+	t.Run("no step of 1", func(t *testing.T) {
+		r := newCtlRun(t, 1, 32, 4)
+		r.none(light, 10, "4 → 3 is a step of 1 that is not to lo")
+	})
+	t.Run("the window's peak holds", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
-		for range 5 {
-			r.none(light, 1, "one window of low demand")
-			r.none(steadyShort, 1, "steady")
-		}
+		r.none(steadyShort, 1, "steady: 14 of 16")
+		// steadyShort's 14 is the highest for shrinkWindowIntervals
+		// intervals: no shrink until it ages out of the window.
+		r.none(light, shrinkWindowIntervals-1, "the steady window's demand is within the shrink window")
+		r.want(light, withMargin(2), ReasonLowUtilization)
 	})
 	t.Run("keys waiting", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
@@ -779,7 +780,7 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 	}
 	// Every worker busy now, each reconcile 57ms.
 	L := r.c.limit
-	crowded := load{done: L * 1000 / 57, work: 57 * time.Millisecond, busy: float64(L)}
+	crowded := load{done: L * 1000 / 57, work: 57 * time.Millisecond, busy: float64(L), depth: 100}
 	var (
 		d  decision
 		f  figures

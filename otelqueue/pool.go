@@ -42,6 +42,7 @@ type pool struct {
 	b          *binding
 	setLimit   func(int)
 	queueStats func() scheduler.Stats
+	dueWithin  func(time.Duration) int
 	logger     func() *slog.Logger
 	// readCPU reads the process's CPU for the windows; nil: none (a queue
 	// on a clock other than the real one, whose windows are not of the
@@ -71,6 +72,7 @@ type snapshot struct {
 	works         [waitBuckets]uint64
 	worksNs       [waitBuckets]int64
 	q             scheduler.Stats
+	dueSoon       int // delayed keys that become ready within the next interval, or the one after if more
 	cpu           cpuReading
 }
 
@@ -103,7 +105,7 @@ func cpuUse(a, b cpuReading, dur time.Duration) bottleneck.CPUUse {
 func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWorkers, lo, hi, start int, logger func() *slog.Logger) *pool {
 	p := &pool{
 		queue: s.Name(), interval: a.Interval, clock: s.Clock(), b: b,
-		setLimit: s.SetMaxInFlight, queueStats: s.Stats, logger: logger,
+		setLimit: s.SetMaxInFlight, queueStats: s.Stats, dueWithin: s.DueWithin, logger: logger,
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
 	p.limit.Store(int64(start))
@@ -194,6 +196,10 @@ func (p *pool) snapshot(now time.Time) snapshot {
 		retryAfterNs: p.sig.retryAfterNs.Load(),
 		q:            p.queueStats(),
 	}
+	// The keys due in the next interval, or in the one after if more: a
+	// change needs two intervals, so the pool looks that far ahead.
+	next := p.dueWithin(p.interval)
+	s.dueSoon = max(next, p.dueWithin(2*p.interval)-next)
 	for i := range s.waits {
 		s.waits[i] = p.sig.waits[i].Load()
 		s.works[i] = p.sig.works[i].Load()
@@ -234,6 +240,7 @@ func (p *pool) window(a, b *snapshot) window {
 	w.waitP90 = waitQuantile(&counts, 0.9)
 	w.typicalWork, w.typicalDone = typicalWork(&works, &worksNs)
 	w.inFlight = b.q.InFlight
+	w.dueSoon, w.dueWindow = b.dueSoon, p.interval
 	w.delayedAdds = b.q.DelayedAdds - a.q.DelayedAdds
 	w.cpu = cpuUse(a.cpu, b.cpu, w.dur)
 	return w

@@ -273,6 +273,7 @@ func TestPoolSignals(t *testing.T) {
 		adds: 4,
 		// a, the only attempt done, is the typical one; b and c in flight.
 		typicalWork: 300 * time.Millisecond, typicalDone: 1, inFlight: 2,
+		dueWindow: time.Second, // the interval; no key delayed
 		// a's, counted at its Done with its work time (ClientStats has
 		// them too, but after the pool decided).
 		limiterWait: 40 * time.Millisecond, retryAfterWait: 70 * time.Millisecond,

@@ -98,3 +98,25 @@ func (h delayHeap[K]) down(i int, n heapNode[K]) bool {
 	h.set(i, n)
 	return i > i0
 }
+
+// countUpTo returns the number of entries whose ready time is at most at:
+// a walk of the nodes that are, since a node's children are never before
+// it, in O(count).
+func (h delayHeap[K]) countUpTo(at int64) int {
+	if len(h) == 0 || h[0].at > at {
+		return 0
+	}
+	n := 0
+	stack := []int{0}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n++
+		for c := heapArity*i + 1; c <= heapArity*i+heapArity && c < len(h); c++ {
+			if h[c].at <= at {
+				stack = append(stack, c)
+			}
+		}
+	}
+	return n
+}

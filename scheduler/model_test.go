@@ -696,6 +696,20 @@ func (r *modelRun) check() {
 			oldest = append(oldest, time.Duration(m.now-max(e.readyAt, e.enqueued)))
 		}
 	}
+	// The delayed keys due within a second and within the longest delay
+	// the model uses (the model's clock is the scheduler's: nothing moves
+	// between the two reads but the promotion DueWithin does itself).
+	for _, within := range []time.Duration{time.Second, time.Hour} {
+		due := 0
+		for i := range m.keys {
+			if e := &m.keys[i]; e.delayed && e.readyAt <= m.now+int64(within) {
+				due++
+			}
+		}
+		if got := s.DueWithin(within); got != due {
+			r.fatalf("DueWithin(%v) = %d, model %d", within, got, due)
+		}
+	}
 	depths := map[int]int{}
 	for i := range m.keys {
 		if e := &m.keys[i]; e.ready() {

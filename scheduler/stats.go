@@ -99,3 +99,21 @@ func nonNegative(d int64) time.Duration {
 	}
 	return time.Duration(d)
 }
+
+// DueWithin returns the number of delayed keys (Stats.Delayed) that become
+// ready within d from now: the load the queue has already scheduled, such
+// as keys that requeue after a delay (a polling controller's
+// RequeueAfter), backoffs that end, debounce windows that close. A key
+// added again while a worker processes it is not counted until its Done.
+// It costs O(the keys counted) under the queue lock, and reads the clock
+// only when the queue holds delayed keys.
+func (s *Scheduler[K]) DueWithin(d time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.delayed) == 0 || d < 0 {
+		return 0
+	}
+	now := s.now()
+	s.promoteLocked(now)
+	return s.delayed.countUpTo(now + int64(d))
+}

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -128,5 +130,51 @@ func TestStatsDelayedAdds(t *testing.T) {
 	s.AddAfter("i", time.Second)
 	if got := s.Stats(); got.Retries != st.Retries || got.DelayedAdds != st.DelayedAdds {
 		t.Errorf("after ShutDown an AddAfter counted: %+v, want the counts of %+v", got, st)
+	}
+}
+
+// TestDueWithin checks the count of delayed keys due within a duration:
+// at its bound, keys due at once, a negative duration, keys that moved to
+// the ready queue and many keys at random times against a count by hand.
+func TestDueWithin(t *testing.T) {
+	s, fc := newFake(t, named())
+	if n := s.DueWithin(time.Hour); n != 0 {
+		t.Fatalf("empty queue: %d due", n)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	delays := make(map[int]time.Duration)
+	for k := range 1000 {
+		d := time.Duration(1+rng.IntN(600)) * time.Second
+		delays[k] = d
+		s.AddAfter(strconv.Itoa(k), d)
+	}
+	count := func(from, within time.Duration) int {
+		n := 0
+		for _, d := range delays {
+			if d > from && d <= from+within {
+				n++
+			}
+		}
+		return n
+	}
+	for _, within := range []time.Duration{0, time.Second, 30 * time.Second, 60 * time.Second, 599 * time.Second, time.Hour} {
+		if got, want := s.DueWithin(within), count(0, within); got != want {
+			t.Errorf("DueWithin(%v) = %d, want %d", within, got, want)
+		}
+	}
+	if n := s.DueWithin(-time.Second); n != 0 {
+		t.Errorf("DueWithin(-1s) = %d, want 0", n)
+	}
+	// After 60s the keys due by then are ready, not delayed.
+	fc.Step(60 * time.Second)
+	if got, want := s.DueWithin(60*time.Second), count(60*time.Second, 60*time.Second); got != want {
+		t.Errorf("60s later, DueWithin(60s) = %d, want %d (the keys due by now are ready)", got, want)
+	}
+	if st := s.Stats(); st.Depth != count(0, 60*time.Second) {
+		t.Errorf("depth %d, want %d", st.Depth, count(0, 60*time.Second))
+	}
+	s.ShutDown()
+	if n := s.DueWithin(time.Hour); n != 0 {
+		t.Errorf("after ShutDown: %d due, want 0 (the delayed keys are dropped)", n)
 	}
 }
