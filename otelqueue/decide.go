@@ -104,7 +104,7 @@ type window struct {
 	// scheduled, such as a polling controller's requeues.
 	dueSoon   int
 	dueWindow time.Duration
-	cpu         bottleneck.CPUUse
+	cpu       bottleneck.CPUUse
 
 	// From instrumented clients (ClientStats).
 	limiterWait, retryAfterWait time.Duration
@@ -141,7 +141,7 @@ type figures struct {
 	// the cores × the no-load work time over the CPU per reconcile.
 	cpuPer    time.Duration
 	cpuUsable float64
-	backlog   bool // keys were ready and waiting at the end
+	backlog   bool               // keys were ready and waiting at the end
 	class     bottleneck.Verdict // the table's class of the window
 	sample    bool               // enough reconciles finished to trust usable
 	gradient  bool               // the base is above the no-load time with more running than it was measured at

@@ -454,7 +454,7 @@ func TestDecideInterval(t *testing.T) {
 	t.Run("after a shrink", func(t *testing.T) {
 		r := newCtlRun(t, 1, 64, 32)
 		quiet := load{done: 5, work: 100 * time.Millisecond} // no sample: no no-load work time
-		r.want(quiet, withMargin(3), ReasonLowUtilization) // 0.5 busy: 3 with the staffing margin
+		r.want(quiet, withMargin(3), ReasonLowUtilization)   // 0.5 busy: 3 with the staffing margin
 		changed := r.now()
 		more := demand
 		more.depth = 3000 // 40/s + 3000 / 30 s of 100ms: 14 busy, 26 with the margin

@@ -167,10 +167,10 @@ type simPhaseSums struct {
 	// And from the second batch on (once the pool has met the first).
 	laterWaitingWorkers int64
 	laterWaiting        time.Duration
-	settledReady            bool // keys were ready in the settled part
-	prompt, promptOf        int
-	settledEvents           int // the events' adds in the settled part
-	changes                 []simChange
+	settledReady        bool // keys were ready in the settled part
+	prompt, promptOf    int
+	settledEvents       int // the events' adds in the settled part
+	changes             []simChange
 }
 
 type simCompletion struct {

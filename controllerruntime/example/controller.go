@@ -101,7 +101,7 @@ func runManager(ctx context.Context, cfg config) error {
 	if cfg.skipNameValidation {
 		opts.SkipNameValidation = &cfg.skipNameValidation
 	}
-	rec := &reconciler{client: cs, reader: mgr.GetCache(), latency: cfg.Latency, tracer: tracer}
+	rec := &reconciler{client: cs, reader: mgr.GetCache(), latency: cfg.Latency, cpu: cfg.ReconcileCPU, tracer: tracer}
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
 		For(&corev1.ConfigMap{}, builder.WithPredicates(dataChanged())).
@@ -161,6 +161,7 @@ type reconciler struct {
 	client  kubernetes.Interface
 	reader  client.Reader // the manager's cache
 	latency time.Duration
+	cpu     time.Duration // -reconcile-cpu
 	tracer  trace.Tracer
 	busy    examplecluster.Busy // time in Reconcile, for the utilization
 
@@ -197,6 +198,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ re
 		return reconcile.Result{}, err
 	}
 	_, span := r.tracer.Start(ctx, "work")
+	if cm.Annotations[observedAnnotation] != cm.Data[versionKey] {
+		examplecluster.BurnCPU(ctx, r.cpu) // -reconcile-cpu: for a change, not for an object up to date
+	}
 	select {
 	case <-time.After(r.latency):
 	case <-ctx.Done():

@@ -219,7 +219,9 @@ func (c *controller) reconcile(ctx context.Context, key string) (otelqueue.Resul
 	}
 
 	latency, fail := c.draw()
-	_, work := tracer.Start(ctx, "simulated work", trace.WithAttributes(attribute.Int64("work.latency_us", latency.Microseconds())))
+	_, work := tracer.Start(ctx, "simulated work", trace.WithAttributes(attribute.Int64("work.latency_us", latency.Microseconds()),
+		attribute.Int64("work.cpu_us", c.cfg.ReconcileCPU.Microseconds())))
+	examplecluster.BurnCPU(ctx, c.cfg.ReconcileCPU)
 	select {
 	case <-time.After(latency):
 	case <-ctx.Done():

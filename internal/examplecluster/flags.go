@@ -58,6 +58,9 @@ type Flags struct {
 	Objects  int
 	Churn    float64 // updates per second
 	Latency  time.Duration
+	// ReconcileCPU is the CPU time each reconcile with work to do burns
+	// (BurnCPU), before its Latency.
+	ReconcileCPU time.Duration
 	// KubeQPS and KubeBurst are the controller's client-side token bucket
 	// (rest.Config's QPS and Burst), on the embedded cluster too.
 	KubeQPS   float64
@@ -109,6 +112,7 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.Var(&f.ChurnSchedule, "churn-schedule", fmt.Sprintf("changes of -churn during the run, as `TIME:RATE,...`: e.g. 30s:400,90s:40 writes 400 updates per second from 30 s after the workload started, and 40 from 90 s (times increasing, rates at most %d; empty: -churn throughout; needs the workload)", MaxChurn))
 	fs.Var(&f.Adaptive, "adaptive-workers", "`MIN:MAX`, e.g. 1:32: an adaptive worker pool (otelqueue.AdaptiveWorkers) between MIN and MAX workers that starts at -workers, grows with the demand, and shrinks when the workers idle or when a downstream limit (the client's -kube-qps, the API server's 429s, reconciles slower the more run at once) holds the reconciles back; it logs an \"adaptive workers\" line for every decision, and the summary line shows its count. MAX goroutines run (controller-runtime's MaxConcurrentReconciles is MAX), of which the pool lets its count take keys (empty: a fixed -workers)")
 	fs.DurationVar(&f.Latency, "latency", d.Latency, d.LatencyUsage)
+	fs.DurationVar(&f.ReconcileCPU, "reconcile-cpu", 0, fmt.Sprintf("CPU time each reconcile with work to do spends before its -latency: real work (hashing), measured on its thread's CPU clock, so that it costs that much CPU however long it takes, as a CPU-heavy reconcile (a diff, a template, a large object) does. With a CPU limit below what the load needs, the summary line's bottleneck is cpu (0: none; at most %v)", MaxReconcileCPU))
 	fs.Float64Var(&f.KubeQPS, "kube-qps", DefaultKubeQPS, "the controller's client requests per second to the API server, embedded or real (rest.Config.QPS; client-go's default is 5; controller-runtime's GetConfig turns the client-side limit off and leaves it to the server's API Priority and Fairness); the workload has a client of its own, see -workload-qps")
 	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "the controller's client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
 	fs.Float64Var(&f.WorkloadQPS, "workload-qps", 0, fmt.Sprintf("the workload's client requests per second, a limit of its own apart from the controller's -kube-qps (0: no client-side limit; at most %d)", MaxKubeQPS))
@@ -158,6 +162,9 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 	}
 	if f.Latency < 0 {
 		bad("-latency is %v: it must not be negative", f.Latency)
+	}
+	if f.ReconcileCPU < 0 || f.ReconcileCPU > MaxReconcileCPU {
+		bad("-reconcile-cpu is %v: it must be from 0 (none) to %v", f.ReconcileCPU, MaxReconcileCPU)
 	}
 	if err := CheckRate("-kube-qps", f.KubeQPS, true, MaxKubeQPS, "requests per second"); err != nil {
 		errs = append(errs, err)
