@@ -3,7 +3,7 @@
 # (make release VERSION=vX.Y.Z). See docs/releasing.md.
 #
 # It checks the version, a clean tree and that the tags do not exist yet;
-# sets the version in otelqueue/version.go and in every go.mod that requires
+# sets the version in otelqueue/version.go, procstat/version.go and in every go.mod that requires
 # a published module; runs the release tests (the consumer test go gets the
 # modules at that version from a file-based proxy and runs a client-go and a
 # controller-runtime controller against them); and prints the commands that
@@ -49,10 +49,14 @@ for t in "${tags[@]}"; do
 	fi
 done
 
-echo "== otelqueue/version.go: ${version#v}"
-sed -i.bak -E 's/^const Version = "[^"]*"$/const Version = "'"${version#v}"'"/' otelqueue/version.go
-rm -f otelqueue/version.go.bak
-grep -qx "const Version = \"${version#v}\"" otelqueue/version.go || die "otelqueue/version.go: no line 'const Version = \"...\"' to set"
+# The instrumentation scope versions (procstat's test checks that the two
+# agree).
+for f in otelqueue/version.go procstat/version.go; do
+	echo "== $f: ${version#v}"
+	sed -i.bak -E 's/^const Version = "[^"]*"$/const Version = "'"${version#v}"'"/' "$f"
+	rm -f "$f.bak"
+	grep -qx "const Version = \"${version#v}\"" "$f" || die "$f: no line 'const Version = \"...\"' to set"
+done
 
 published=()
 for d in "${tagged_dirs[@]}"; do

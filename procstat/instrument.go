@@ -1,0 +1,262 @@
+package procstat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
+)
+
+// Metric instrument names. The first three are the OpenTelemetry semantic
+// conventions' (process and Go runtime metrics); the others are
+// otelqueue's. The names the Prometheus exporter gives them are in the
+// package documentation.
+const (
+	// MetricProcessCPUTime is the process's CPU time in seconds by
+	// AttrCPUMode: "user" and "system" (Sample.User, Sample.System). Not
+	// reported where the CPU time is unknown.
+	MetricProcessCPUTime = "process.cpu.time"
+	// MetricGoProcessorLimit is GOMAXPROCS.
+	MetricGoProcessorLimit = "go.processor.limit"
+	// MetricGoMemoryUsed is the memory the Go runtime has mapped and not
+	// released (Sample.MemoryUsed). The semantic conventions split it by
+	// go.memory.type ("stack" and "other"); this is one series without
+	// attributes that holds the total.
+	MetricGoMemoryUsed = "go.memory.used"
+	// MetricCPULimit is the cgroup's CPU quota in cores
+	// (CgroupCPU.Limit); reported only when a quota is in force.
+	MetricCPULimit = "otelqueue.cpu.limit"
+	// MetricCPUPeriods is the number of the quota's enforcement periods in
+	// which the cgroup ran (CgroupCPU.Periods); reported only when a quota
+	// is in force and cpu.stat could be read, as are the next two.
+	MetricCPUPeriods = "otelqueue.cpu.periods"
+	// MetricCPUThrottledPeriods is the number of those periods in which
+	// the cgroup used up its quota and was stopped
+	// (CgroupCPU.ThrottledPeriods).
+	MetricCPUThrottledPeriods = "otelqueue.cpu.throttled_periods"
+	// MetricCPUThrottledTime is how long in seconds the cgroup's threads
+	// were stopped (CgroupCPU.ThrottledTime).
+	MetricCPUThrottledTime = "otelqueue.cpu.throttled_time"
+	// MetricCacheObjects is the number of objects in the controller's
+	// informer caches, from WithCachedObjects; not reported without it.
+	MetricCacheObjects = "otelqueue.cache.objects"
+)
+
+// AttrCPUMode is the semantic conventions' attribute of MetricProcessCPUTime.
+const AttrCPUMode = attribute.Key("cpu.mode")
+
+// ErrInstrumented is the error of Instrument on a MeterProvider that has a
+// live Instrumentation already (errors.Is).
+var ErrInstrumented = errors.New("procstat: the MeterProvider has a live Instrumentation already")
+
+// Instrumentation is the OpenTelemetry instrumentation of the process made
+// by Instrument. Stop removes it.
+type Instrumentation struct {
+	key      any // of live, nil when the provider cannot be a map key
+	reg      metric.Registration
+	stopOnce sync.Once
+}
+
+// live holds the live Instrumentation of each MeterProvider.
+var live = struct {
+	sync.Mutex
+	m map[any]*Instrumentation
+}{m: map[any]*Instrumentation{}}
+
+var (
+	userMode   = metric.WithAttributeSet(attribute.NewSet(AttrCPUMode.String("user")))
+	systemMode = metric.WithAttributeSet(attribute.NewSet(AttrCPUMode.String("system")))
+)
+
+// Instrument reports the process's CPU time, GOMAXPROCS, memory, cgroup
+// CPU quota and throttling (and, with WithCachedObjects, the informer
+// caches' objects) through observable instruments of a meter of the
+// MeterProvider, read at collection time by one callback: see the Metric
+// constants. Nothing is measured between collections.
+//
+// A MeterProvider has at most one live Instrumentation: two would report
+// every series twice. Instrument fails with ErrInstrumented on a provider
+// instrumented already, until that Instrumentation is stopped. Errors in
+// creating instruments go to otel.Handle and leave the others working;
+// Instrument itself fails only on an invalid option or ErrInstrumented.
+func Instrument(opts ...Option) (*Instrumentation, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	inst := &Instrumentation{}
+	// A provider whose dynamic value cannot be compared (a struct with a
+	// slice, say) cannot be a map key: it goes unchecked.
+	if v := reflect.ValueOf(c.meterProvider); v.Comparable() {
+		inst.key = c.meterProvider
+	}
+	live.Lock()
+	defer live.Unlock()
+	if inst.key != nil && live.m[inst.key] != nil {
+		return nil, fmt.Errorf("%w (%T): Stop it before instrumenting the provider again", ErrInstrumented, c.meterProvider)
+	}
+	inst.reg = register(&c)
+	if inst.key != nil {
+		live.m[inst.key] = inst
+	}
+	return inst, nil
+}
+
+// Stop removes the instrumentation: its instruments are no longer
+// reported, and the MeterProvider may be instrumented again. It is safe to
+// call more than once, and on a nil Instrumentation; it returns the error of
+// unregistering the callback, the first time.
+func (i *Instrumentation) Stop() error {
+	if i == nil {
+		return nil
+	}
+	var err error
+	i.stopOnce.Do(func() {
+		if i.reg != nil {
+			err = i.reg.Unregister()
+		}
+		if i.key != nil {
+			live.Lock()
+			if live.m[i.key] == i {
+				delete(live.m, i.key)
+			}
+			live.Unlock()
+		}
+	})
+	return err
+}
+
+// instruments are the observable instruments; nil for one that could not
+// be made.
+type instruments struct {
+	cpuTime          metric.Float64ObservableCounter
+	processorLimit   metric.Int64ObservableUpDownCounter
+	memoryUsed       metric.Int64ObservableUpDownCounter
+	cpuLimit         metric.Float64ObservableGauge
+	periods          metric.Int64ObservableCounter
+	throttledPeriods metric.Int64ObservableCounter
+	throttledTime    metric.Float64ObservableCounter
+	cacheObjects     metric.Int64ObservableGauge
+}
+
+// register makes the instruments and registers their callback; errors go
+// to otel.Handle. The Registration is nil when the callback could not be
+// registered.
+func register(c *config) metric.Registration {
+	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	var in instruments
+	var observables []metric.Observable
+	// made keeps an instrument for the callback; one that could not be
+	// made is left out of it: an SDK refuses a whole registration that
+	// holds an instrument of another implementation (a no-op stand-in).
+	made := func(o metric.Observable, err error) bool {
+		if err != nil {
+			otel.Handle(err)
+		}
+		if nilcheck.IsNil(o) {
+			return false
+		}
+		observables = append(observables, o)
+		return true
+	}
+	var err error
+	in.cpuTime, err = m.Float64ObservableCounter(MetricProcessCPUTime, metric.WithUnit("s"),
+		metric.WithDescription("Total CPU seconds broken down by different CPU modes."))
+	if !made(in.cpuTime, err) {
+		in.cpuTime = nil
+	}
+	in.processorLimit, err = m.Int64ObservableUpDownCounter(MetricGoProcessorLimit, metric.WithUnit("{thread}"),
+		metric.WithDescription("The number of OS threads that can execute user-level Go code simultaneously."))
+	if !made(in.processorLimit, err) {
+		in.processorLimit = nil
+	}
+	in.memoryUsed, err = m.Int64ObservableUpDownCounter(MetricGoMemoryUsed, metric.WithUnit("By"),
+		metric.WithDescription("Memory used by the Go runtime."))
+	if !made(in.memoryUsed, err) {
+		in.memoryUsed = nil
+	}
+	in.cpuLimit, err = m.Float64ObservableGauge(MetricCPULimit, metric.WithUnit("{cpu}"),
+		metric.WithDescription("CPU cores the cgroup's quota allows the process on average (quota/period), when a quota is set."))
+	if !made(in.cpuLimit, err) {
+		in.cpuLimit = nil
+	}
+	in.periods, err = m.Int64ObservableCounter(MetricCPUPeriods, metric.WithUnit("{period}"),
+		metric.WithDescription("Enforcement periods of the cgroup's CPU quota in which the cgroup ran."))
+	if !made(in.periods, err) {
+		in.periods = nil
+	}
+	in.throttledPeriods, err = m.Int64ObservableCounter(MetricCPUThrottledPeriods, metric.WithUnit("{period}"),
+		metric.WithDescription("Enforcement periods in which the cgroup used up its CPU quota and was throttled."))
+	if !made(in.throttledPeriods, err) {
+		in.throttledPeriods = nil
+	}
+	in.throttledTime, err = m.Float64ObservableCounter(MetricCPUThrottledTime, metric.WithUnit("s"),
+		metric.WithDescription("Total time the cgroup's threads were throttled by its CPU quota."))
+	if !made(in.throttledTime, err) {
+		in.throttledTime = nil
+	}
+	if c.cachedObjects != nil {
+		in.cacheObjects, err = m.Int64ObservableGauge(MetricCacheObjects, metric.WithUnit("{object}"),
+			metric.WithDescription("Objects in the controller's informer caches."))
+		if !made(in.cacheObjects, err) {
+			in.cacheObjects = nil
+		}
+	}
+	if len(observables) == 0 {
+		return nil
+	}
+	r, objects := c.reader, c.cachedObjects
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		in.observe(o, r.read(false), objects)
+		return nil
+	}, observables...)
+	if err != nil {
+		otel.Handle(err)
+	}
+	return reg
+}
+
+// observe reports s, and objects when given.
+func (in *instruments) observe(o metric.Observer, s Sample, objects func() int64) {
+	if in.cpuTime != nil && s.CPUKnown {
+		o.ObserveFloat64(in.cpuTime, s.User.Seconds(), userMode)
+		o.ObserveFloat64(in.cpuTime, s.System.Seconds(), systemMode)
+	}
+	if in.processorLimit != nil {
+		o.ObserveInt64(in.processorLimit, int64(s.GOMAXPROCS))
+	}
+	if in.memoryUsed != nil {
+		o.ObserveInt64(in.memoryUsed, clampInt64(s.MemoryUsed))
+	}
+	if cg := s.Cgroup; cg.Known && cg.Limit > 0 {
+		if in.cpuLimit != nil {
+			o.ObserveFloat64(in.cpuLimit, cg.Limit)
+		}
+		if cg.StatKnown {
+			if in.periods != nil {
+				o.ObserveInt64(in.periods, clampInt64(cg.Periods))
+			}
+			if in.throttledPeriods != nil {
+				o.ObserveInt64(in.throttledPeriods, clampInt64(cg.ThrottledPeriods))
+			}
+			if in.throttledTime != nil {
+				o.ObserveFloat64(in.throttledTime, cg.ThrottledTime.Seconds())
+			}
+		}
+	}
+	if in.cacheObjects != nil && objects != nil {
+		o.ObserveInt64(in.cacheObjects, objects())
+	}
+}
+
+func clampInt64(v uint64) int64 {
+	return int64(min(v, math.MaxInt64))
+}
