@@ -2,6 +2,7 @@ package bottleneck
 
 import (
 	"fmt"
+	"github.com/otelqueue/otelqueue/procstat"
 	"math"
 	"strconv"
 	"time"
@@ -152,4 +153,18 @@ func LittlesLaw(arrivalsPerSecond float64, meanWork time.Duration) int {
 		return math.MaxInt32
 	}
 	return int(n)
+}
+
+// ProcessCPU returns the CPU figures of a procstat window (two
+// procstat.Read samples, procstat.Between): Known when the CPU time and
+// the cores were read.
+func ProcessCPU(w procstat.Window) CPUUse {
+	if !w.CPUKnown || w.Duration <= 0 || w.Cores <= 0 {
+		return CPUUse{}
+	}
+	return CPUUse{
+		Known: true, Used: w.Used(), Cores: w.Cores,
+		Throttled: w.Throttled, ThrottledKnown: w.ThrottledKnown,
+		SchedLatencyP99: w.SchedP99,
+	}
 }

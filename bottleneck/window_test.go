@@ -1,6 +1,7 @@
 package bottleneck
 
 import (
+	"github.com/otelqueue/otelqueue/procstat"
 	"testing"
 	"time"
 )
@@ -105,5 +106,26 @@ func TestCPUClass(t *testing.T) {
 	}
 	if s := (Window{CPU: CPUUse{Known: true, Used: 1, Cores: 2}}).Size(); s.Known {
 		t.Errorf("an empty window: size %+v known", s)
+	}
+}
+
+// TestProcessCPU checks the CPU figures of a procstat window, and that a
+// window with no CPU read or no cores known is not Known.
+func TestProcessCPU(t *testing.T) {
+	w := procstat.Window{Duration: 2 * time.Second, CPUKnown: true, CPU: time.Second, Cores: 0.5, Limited: true,
+		ThrottledKnown: true, Throttled: 0.9, SchedP99: time.Millisecond}
+	c := ProcessCPU(w)
+	if !c.Known || c.Used != 0.5 || c.Cores != 0.5 || c.Utilization() != 1 || !c.ThrottledKnown || c.Throttled != 0.9 || c.SchedLatencyP99 != time.Millisecond {
+		t.Errorf("ProcessCPU(%+v) = %+v", w, c)
+	}
+	for _, bad := range []procstat.Window{{}, {Duration: time.Second, CPU: time.Second, Cores: 2}, {Duration: time.Second, CPUKnown: true, CPU: time.Second}} {
+		if c := ProcessCPU(bad); c.Known {
+			t.Errorf("ProcessCPU(%+v) = %+v, want unknown", bad, c)
+		}
+	}
+	// Two real reads of this process.
+	a := procstat.Read()
+	if c := ProcessCPU(procstat.Between(a, procstat.Read())); !c.Known || c.Cores <= 0 || c.Used < 0 {
+		t.Errorf("two reads of this process: %+v, want known figures", c)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -44,10 +45,10 @@ type pool struct {
 	queueStats func() scheduler.Stats
 	dueWithin  func(time.Duration) int
 	logger     func() *slog.Logger
-	// readCPU reads the process's CPU for the windows; nil: none (a queue
-	// on a clock other than the real one, whose windows are not of the
-	// process's time).
-	readCPU func() cpuReading
+	// readCPU reads the process's CPU for the windows (procstat.Read);
+	// nil: none (a queue on a clock other than the real one, whose windows
+	// are not of the process's time).
+	readCPU func() procstat.Sample
 
 	sig   signals
 	limit atomic.Int64
@@ -73,32 +74,7 @@ type snapshot struct {
 	worksNs       [waitBuckets]int64
 	q             scheduler.Stats
 	dueSoon       int // delayed keys that become ready within the next interval, or the one after if more
-	cpu           cpuReading
-}
-
-// cpuReading is one reading of the process's CPU, which a window
-// differences.
-type cpuReading struct {
-	known bool
-	cpu   time.Duration // CPU time of the process so far
-	cores float64       // the cores it has: its cgroup's quota, else GOMAXPROCS
-	// The cgroup's enforcement periods so far, and those throttled, when a
-	// quota is in force (throttleKnown).
-	periods, throttled uint64
-	throttleKnown      bool
-}
-
-// cpuUse returns the CPU over the window from a to b, dur long.
-func cpuUse(a, b cpuReading, dur time.Duration) bottleneck.CPUUse {
-	if !a.known || !b.known || dur <= 0 || b.cpu < a.cpu {
-		return bottleneck.CPUUse{}
-	}
-	u := bottleneck.CPUUse{Known: true, Used: (b.cpu - a.cpu).Seconds() / dur.Seconds(), Cores: b.cores}
-	if a.throttleKnown && b.throttleKnown && b.periods > a.periods && b.throttled >= a.throttled {
-		u.Throttled = float64(b.throttled-a.throttled) / float64(b.periods-a.periods)
-		u.ThrottledKnown = true
-	}
-	return u
+	cpu           procstat.Sample
 }
 
 // newPool returns a pool for s between lo and hi, at start, not attached.
@@ -107,6 +83,9 @@ func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWork
 		queue: s.Name(), interval: a.Interval, clock: s.Clock(), b: b,
 		setLimit: s.SetMaxInFlight, queueStats: s.Stats, dueWithin: s.DueWithin, logger: logger,
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
+	}
+	if _, real := s.Clock().(clock.RealClock); real {
+		p.readCPU = procstat.Read
 	}
 	p.limit.Store(int64(start))
 	p.stats = AdaptiveStats{Limit: start, Min: lo, Max: hi}
@@ -242,7 +221,7 @@ func (p *pool) window(a, b *snapshot) window {
 	w.inFlight = b.q.InFlight
 	w.dueSoon, w.dueWindow = b.dueSoon, p.interval
 	w.delayedAdds = b.q.DelayedAdds - a.q.DelayedAdds
-	w.cpu = cpuUse(a.cpu, b.cpu, w.dur)
+	w.cpu = bottleneck.ProcessCPU(procstat.Between(a.cpu, b.cpu))
 	return w
 }
 

@@ -156,3 +156,26 @@ func TestPoolAttachTwice(t *testing.T) {
 		t.Errorf("MaxInFlight() = %d after detach, want 0", n)
 	}
 }
+
+// TestPoolReadsCPUOnRealClock checks that a pool reads the process's CPU
+// for its windows on the real clock, and not on another clock, whose
+// windows are not the process's time.
+func TestPoolReadsCPUOnRealClock(t *testing.T) {
+	_, _, fake := poolEnv(t)
+	if fake.readCPU != nil {
+		t.Error("a pool on a fake clock reads the process's CPU")
+	}
+	s := scheduler.New(scheduler.Config[int]{Name: "real"})
+	t.Cleanup(s.ShutDown)
+	a := AdaptiveWorkers{Min: 1, Max: 4}
+	_ = a.check()
+	p := newPool(s, bindingOf(s), a, 1, 4, 1, func() *slog.Logger { return slog.New(slog.DiscardHandler) })
+	if p.readCPU == nil {
+		t.Fatal("a pool on the real clock reads no CPU")
+	}
+	first := p.snapshot(time.Now())
+	second := p.snapshot(time.Now())
+	if w := p.window(&first, &second); !w.cpu.Known || w.cpu.Cores <= 0 {
+		t.Errorf("a window of two snapshots on the real clock: CPU %+v, want known", w.cpu)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -254,7 +255,9 @@ func simulate(tb testing.TB, sc *simScenario, fixed int, seed uint64) simResult 
 		}
 		e.p = newPool(e.s, bindingOf(e.s), a, 1, hi, 4, func() *slog.Logger { return slog.New(slog.NewTextHandler(out, nil)) })
 		if sc.cores > 0 {
-			e.p.readCPU = func() cpuReading { return cpuReading{known: true, cpu: e.cpu, cores: float64(sc.cores)} }
+			e.p.readCPU = func() procstat.Sample {
+				return procstat.Sample{At: e.fc.Now(), CPUKnown: true, User: e.cpu, GOMAXPROCS: sc.cores, NumCPU: sc.cores}
+			}
 		}
 		if err := e.p.attach(); err != nil {
 			tb.Fatal(err)
