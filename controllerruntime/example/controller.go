@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	toolscache "k8s.io/client-go/tools/cache"
 	"log"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +113,20 @@ func runManager(ctx context.Context, cfg config) error {
 		return fmt.Errorf("building the controller: %w", err)
 	}
 
+	// The informer cache's size, for the memory per object: the
+	// ConfigMaps informer's store, once the manager made it.
+	objects := func() int {
+		inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+		if err != nil {
+			return 0
+		}
+		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
+			return len(s.GetStore().ListKeys())
+		}
+		return 0
+	}
+	defer examplecluster.InstrumentProcess(objects)()
+
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if cfg.Generate {
@@ -125,7 +141,7 @@ func runManager(ctx context.Context, cfg config) error {
 			}
 			return otelqueue.ClientStats{}
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Objects: objects}
 		if cfg.Adaptive.On() {
 			m.Range = cfg.Adaptive
 			m.Adaptive = func() (otelqueue.AdaptiveStats, bool) {

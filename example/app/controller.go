@@ -99,6 +99,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		return fmt.Errorf("adding the event handler: %w", err)
 	}
 
+	objects := examplecluster.StoreSize(inf.Informer().GetStore())
+	defer examplecluster.InstrumentProcess(objects)()
+
 	// The Runner's "Reconciler error" lines go through failureLog, which
 	// logs the first few deliberate failures and limits the lines itself;
 	// its adaptive pool's "adaptive workers" lines too, which it passes on.
@@ -151,7 +154,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			return rs.Busy, rs.Reconciles()
 		}
 		failed := func() uint64 { return runner.Stats().Outcomes[otelqueue.OutcomeError] }
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Objects: objects}
 		if cfg.Adaptive.On() {
 			m.Adaptive, m.Range = runner.AdaptiveStats, cfg.Adaptive
 		}

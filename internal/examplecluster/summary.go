@@ -2,27 +2,19 @@ package examplecluster
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// Saturation thresholds of the summary line.
-const (
-	// SaturatedAt is the utilization from which a queue counts as saturated
-	// and the summary recommends a worker count.
-	SaturatedAt = 0.9
-	// TargetUtilization is the utilization the recommended worker count
-	// aims at: headroom for bursts without idling most workers.
-	TargetUtilization = 0.7
-	// behindBelow is the fraction of the requested writes under which the
-	// workload says it is behind.
-	behindBelow = 0.9
-)
+// behindBelow is the fraction of the requested writes under which the
+// workload says it is behind.
+const behindBelow = 0.9
 
 // Busy measures the time spent in something, e.g. the workers' time in
 // reconciles for the utilization (neither the Runner nor controller-runtime
@@ -67,110 +59,112 @@ func (b *Busy) Load(now time.Time) (time.Duration, uint64) {
 	return b.finished + time.Duration(b.running)*now.Sub(epoch) - b.startSum, b.n
 }
 
-// Window is what a queue did over one summary interval.
+// Window is what a queue did over one summary interval: the library's
+// bottleneck.Window, which classifies it and sizes the controller, and
+// what the demo's line says of it.
 type Window struct {
-	Seconds float64
-	// Workers is the worker count: the configured one, or an adaptive
-	// pool's count at the end of the interval.
-	Workers int
+	bottleneck.Window
 	// Adaptive holds the bounds of the adaptive pool whose count Workers
 	// is, zero for a fixed count: the recommendation then speaks of the
 	// pool rather than of -workers.
 	Adaptive AdaptiveRange
-	// Adds are the adds that made a key pending, Coalesced those merged into
-	// a key already pending (scheduler.Stats' Adds and Coalesced, over the
-	// interval).
-	Adds, Coalesced uint64
-	// Busy is the time the workers spent reconciling, Reconciles how many
-	// they finished.
-	Busy       time.Duration
-	Reconciles uint64
-	// Retries are the AddRateLimited and AddAfter calls (scheduler.Stats'
-	// Retries over the interval).
-	Retries uint64
-	// Client is where the time of the attempts that used the instrumented
-	// client and ended in the interval went.
-	Client Split
-}
-
-// Utilization is the busy time over the time the workers had:
-// busy / (workers × interval).
-func (w Window) Utilization() float64 {
-	if w.Seconds <= 0 || w.Workers <= 0 {
-		return 0
-	}
-	return w.Busy.Seconds() / (float64(w.Workers) * w.Seconds)
-}
-
-// Arrivals is the rate at which work arrives, in adds per second: the adds
-// that became work and, once the queue is saturated, the coalesced adds too
-// (its adds then measure only what the workers could take), as
-// queue:workqueue_arrivals:rate5m in example/prometheus/rules.yml.
-func (w Window) Arrivals() float64 {
-	if w.Seconds <= 0 {
-		return 0
-	}
-	if w.Utilization() >= SaturatedAt {
-		return float64(w.Adds+w.Coalesced) / w.Seconds
-	}
-	return float64(w.Adds) / w.Seconds
-}
-
-// MeanWork is the mean time of one reconcile, zero when none finished.
-func (w Window) MeanWork() time.Duration {
-	if w.Reconciles == 0 {
-		return 0
-	}
-	return w.Busy / time.Duration(w.Reconciles)
-}
-
-// RecommendedWorkers is the worker count that keeps a queue at
-// TargetUtilization (Little's law): ceil(arrivals/s × mean work time / 0.7),
-// at least 1.
-func RecommendedWorkers(arrivalsPerSecond float64, meanWork time.Duration) int {
-	// The epsilon keeps an exact quotient (7/s × 100 ms / 0.7 = 1) from
-	// rounding up on a floating-point residue.
-	n := math.Ceil(arrivalsPerSecond*meanWork.Seconds()/TargetUtilization - 1e-9)
-	if math.IsNaN(n) || n < 1 {
-		return 1
-	}
-	if n > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int(n)
-}
-
-// Bottleneck classifies the interval (Classify): the client's split, the
-// retries' share of the adds, the Little's-law worker count against the
-// configured one.
-func (w Window) Bottleneck() Bottleneck {
-	return Classify(w.Client, w.Adds, w.Retries, w.Workers, RecommendedWorkers(w.Arrivals(), w.MeanWork()), w.Utilization())
+	// Memory is the memory the Go runtime holds at the end (procstat's
+	// MemoryUsed), Objects the objects in the controller's informer cache;
+	// 0: unknown.
+	Memory  uint64
+	Objects int
 }
 
 // String is the load part of the summary line: utilization, coalesced adds
-// per second, where the work time went (split), the bottleneck with the
-// figure that decided it, and the worker count to run with: more only when
-// the bottleneck is workers.
+// per second, the process's CPU, where the work time went (split), the
+// bottleneck with the figure that decided it (the library's classifier,
+// bottleneck.Classify), the worker count to run with (more only when the
+// bottleneck is workers), and the controller's size: CPU per reconcile,
+// the cores the arrivals need, the memory per cached object.
 func (w Window) String() string {
 	var b strings.Builder
 	u := w.Utilization()
-	fmt.Fprintf(&b, "utilization=%.2f coalesced/s=%.1f", u, float64(w.Coalesced)/max(w.Seconds, 1e-9))
+	fmt.Fprintf(&b, "utilization=%.2f coalesced/s=%.1f", u, float64(w.Coalesced)/max(w.Seconds(), 1e-9))
+	if c := w.CPU; c.Known {
+		fmt.Fprintf(&b, " cpu=%.2f/%.2f cores", c.Used, c.Cores)
+		if c.ThrottledKnown {
+			fmt.Fprintf(&b, " throttled=%.2f", c.Throttled)
+		}
+		fmt.Fprintf(&b, " sched-p99=%v", c.SchedLatencyP99)
+	}
 	if w.Reconciles == 0 {
 		return b.String() // nothing finished: nothing to classify
 	}
-	law := RecommendedWorkers(w.Arrivals(), w.MeanWork())
-	bn := w.Bottleneck()
-	fmt.Fprintf(&b, " %v %v", w.Client, bn)
-	switch rec := bn.Recommend(w.Workers, law); {
-	case bn.Class == BottleneckWorkers:
+	law := w.LittlesLaw()
+	v := w.Classify()
+	fmt.Fprintf(&b, " %s %s", split(w.Client), verdict(v))
+	switch rec := v.Recommend(w.Workers, law); {
+	case v.Class == bottleneck.Workers:
 		fmt.Fprintf(&b, ": %.1f arrivals/s × %v mean work / %.1f → %s",
-			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), TargetUtilization, w.recommend(rec))
-	case bn.Class != BottleneckNone && w.Adaptive.On():
+			w.Arrivals(), w.MeanWork().Round(time.Millisecond/10), bottleneck.TargetUtilization, w.recommend(rec))
+	case v.Class != bottleneck.None && w.Adaptive.On():
 		fmt.Fprintf(&b, " → no more than %s", Workers(rec))
-	case bn.Class != BottleneckNone:
+	case v.Class != bottleneck.None:
 		fmt.Fprintf(&b, " → no more than -workers %d", rec)
 	}
+	if sz := w.Size(); sz.Known {
+		// Limited by its CPU, the process also takes in events more
+		// slowly (its informers, here its workload too, share the CPU):
+		// the arrivals, and the cores they need, are a lower bound.
+		atLeast := "="
+		if v.Class == bottleneck.CPU {
+			atLeast = ">="
+		}
+		fmt.Fprintf(&b, " size: cpu/reconcile=%v cores-needed%s%.2f", sz.CPUPerReconcile.Round(10*time.Microsecond), atLeast, sz.Cores)
+		if w.Memory > 0 {
+			fmt.Fprintf(&b, " memory=%s", bytesText(float64(w.Memory)))
+			if w.Objects > 0 {
+				fmt.Fprintf(&b, " (%s/object)", bytesText(float64(w.Memory)/float64(w.Objects)))
+			}
+		}
+	}
 	return b.String()
+}
+
+// split is where the work time went, as shares of it.
+func split(c bottleneck.Client) string {
+	if !c.Used {
+		return "split=unknown (no instrumented client)"
+	}
+	return fmt.Sprintf("split=own %.2f limiter %.2f api %.2f retry-after %.2f",
+		c.Own(), c.Share(c.RateLimiterWait), c.Share(c.RequestTime), c.Share(c.RetryAfterWait))
+}
+
+// verdict is "bottleneck=<class> (<the figure> <the threshold>: what to
+// change)", in the demo's words, with the table's thresholds.
+func verdict(v bottleneck.Verdict) string {
+	r := v.Rule
+	switch v.Class {
+	case bottleneck.CPU:
+		what := "cpu"
+		if r.Signal == bottleneck.SignalCPUThrottled {
+			what = "throttled"
+		}
+		return fmt.Sprintf("bottleneck=cpu (%s %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", what, v.Figure, r.Comparison(), r.Threshold)
+	case bottleneck.ServerThrottling:
+		return fmt.Sprintf("bottleneck=%s (retry-after %.2f of work time %s %g: the API server's 429s; its API Priority and Fairness share, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
+	case bottleneck.ClientRateLimit:
+		return fmt.Sprintf("bottleneck=%s (limiter %.2f of work time %s %g: raise -kube-qps/-kube-burst, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
+	case bottleneck.Errors:
+		return fmt.Sprintf("bottleneck=%s (backoff retries %.2f of adds %s %g: fix the reconcile, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
+	}
+	return v.String()
+}
+
+// bytesText is n bytes in the largest binary unit under it, to 3 figures.
+func bytesText(n float64) string {
+	for _, u := range []string{"B", "KiB", "MiB", "GiB"} {
+		if n < 1024 || u == "GiB" {
+			return fmt.Sprintf("%.3g%s", n, u)
+		}
+		n /= 1024
+	}
+	return ""
 }
 
 // recommend says what to do for the worker count rec: run with -workers
@@ -235,6 +229,9 @@ type Writes struct {
 	// (client-go retried each after a second).
 	Rejected  uint64
 	ServerQPS float64
+	// CPUBound says the process used the CPU it has (the queue's class was
+	// cpu): the workload, in the same process, shares it.
+	CPUBound bool
 }
 
 // Behind returns why the workload falls behind its schedule (its backlog
@@ -251,6 +248,8 @@ func (w Writes) Behind() string {
 		return fmt.Sprintf("client rate limit (-workload-qps %g -workload-burst %d): requests waited %v for it", w.WorkloadQPS, w.WorkloadBurst, w.LimiterWaited.Round(time.Millisecond))
 	case w.Failed > 0:
 		return fmt.Sprintf("%d writes failed", w.Failed)
+	case w.CPUBound:
+		return "the process's CPU: the workload shares it with the controller"
 	case w.Done > 0:
 		return fmt.Sprintf("each write takes %v (a slow API server?)", (w.Busy / time.Duration(w.Done)).Round(time.Millisecond/10))
 	}
@@ -306,6 +305,9 @@ type Meter struct {
 	// Errors returns the number of reconciles that returned an error so
 	// far (errors/s in the line); nil: none printed.
 	Errors func() uint64
+	// Objects returns the number of objects in the controller's informer
+	// cache, for the memory per object; nil: unknown.
+	Objects func() int
 }
 
 // Reading is one reading of a Meter's counters.
@@ -321,11 +323,18 @@ type Reading struct {
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
 	Adaptive   otelqueue.AdaptiveStats
 	AdaptiveOK bool
+	// CPU is the process's CPU and memory (procstat.Read), Objects the
+	// informer cache's objects.
+	CPU     procstat.Sample
+	Objects int
 }
 
 // Read reads the counters now, with the queue's stats q.
 func (m *Meter) Read(q scheduler.Stats) Reading {
-	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats()}
+	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats(), CPU: procstat.Read()}
+	if m.Objects != nil {
+		r.Objects = m.Objects()
+	}
 	r.Busy, r.Reconciles = m.Busy(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
@@ -354,19 +363,20 @@ func (m *Meter) Line(prev, cur Reading) string {
 	if cur.AdaptiveOK {
 		workers, pool = cur.Adaptive.Limit, AdaptiveSummary(cur.Adaptive)+" "
 	}
-	load := Window{
-		Seconds: secs, Workers: workers, Adaptive: m.Range,
+	load := Window{Window: bottleneck.Window{
+		Duration: cur.At.Sub(prev.At), Workers: workers,
 		Adds: st.Adds - ps.Adds, Coalesced: st.Coalesced - ps.Coalesced,
 		Busy: cur.Busy - prev.Busy, Reconciles: cur.Reconciles - prev.Reconciles,
-		Retries: st.Retries - ps.Retries,
-	}
+		Retries: st.Retries - ps.Retries, DelayedAdds: st.DelayedAdds - ps.DelayedAdds,
+		CPU: bottleneck.ProcessCPU(procstat.Between(prev.CPU, cur.CPU)),
+	}, Adaptive: m.Range, Memory: cur.CPU.MemoryUsed, Objects: cur.Objects}
 	if m.Client != nil {
 		c, pc := cur.Client, prev.Client
-		load.Client = Split{
+		load.Client = bottleneck.Client{
 			// The attempts that used the client and ended in the
 			// interval: Busy also holds those still running.
-			Work: c.Work - pc.Work, Client: c.Attempts > pc.Attempts,
-			LimiterWait: c.RateLimiterWait - pc.RateLimiterWait, RequestTime: c.RequestTime - pc.RequestTime,
+			Work: c.Work - pc.Work, Used: c.Attempts > pc.Attempts,
+			RateLimiterWait: c.RateLimiterWait - pc.RateLimiterWait, RequestTime: c.RequestTime - pc.RequestTime,
 			RetryAfterWait: c.RetryAfterWait - pc.RetryAfterWait,
 		}
 	}
@@ -388,6 +398,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 			// The workload's own limiter: Window's is the controller's.
 			LimiterWaited: cur.Workload.LimiterWaited - prev.Workload.LimiterWaited,
 			WorkloadQPS:   qps, WorkloadBurst: burst,
+			CPUBound: load.Reconciles > 0 && load.Classify().Class == bottleneck.CPU,
 		}
 		line += " " + w.String()
 	}

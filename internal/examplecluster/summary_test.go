@@ -5,54 +5,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-func TestRecommendedWorkers(t *testing.T) {
-	for _, tc := range []struct {
-		arrivals float64
-		work     time.Duration
-		want     int
-	}{
-		{40, 50 * time.Millisecond, 3}, // 2 busy workers' worth / 0.7 = 2.86
-		{7, 100 * time.Millisecond, 1}, // exactly 0.7 of one worker
-		{7.01, 100 * time.Millisecond, 2},
-		{100, 20 * time.Millisecond, 3},
-		{1000, time.Second, 1429},
-		{0, time.Second, 1},
-		{10, 0, 1},
-	} {
-		if got := RecommendedWorkers(tc.arrivals, tc.work); got != tc.want {
-			t.Errorf("RecommendedWorkers(%v/s, %v) = %d, want %d", tc.arrivals, tc.work, got, tc.want)
-		}
-	}
+// win is a bottleneck.Window of 5 s, for the tests of the line.
+func win(w bottleneck.Window) Window {
+	w.Duration = 5 * time.Second
+	return Window{Window: w}
 }
 
 func TestWindow(t *testing.T) {
 	// One worker busy 4.8 s of 5 with 96 reconciles of 50 ms; 150 adds and
 	// 50 coalesced: saturated, so 40 arrivals/s.
-	w := Window{Seconds: 5, Workers: 1, Adds: 150, Coalesced: 50, Busy: 4800 * time.Millisecond, Reconciles: 96}
-	if u := w.Utilization(); u < 0.959 || u > 0.961 {
-		t.Errorf("utilization %v, want 0.96", u)
-	}
-	if a := w.Arrivals(); a != 40 {
-		t.Errorf("arrivals %v/s, want 40 (saturated: coalesced adds count)", a)
-	}
-	if m := w.MeanWork(); m != 50*time.Millisecond {
-		t.Errorf("mean work %v, want 50ms", m)
-	}
+	w := win(bottleneck.Window{Workers: 1, Adds: 150, Coalesced: 50, Busy: 4800 * time.Millisecond, Reconciles: 96})
 	s := w.String()
 	for _, want := range []string{"utilization=0.96", "coalesced/s=10.0", "split=unknown", "bottleneck=workers (Little's law 3 > configured)", "→ recommend -workers 3"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("%q lacks %q", s, want)
 		}
 	}
+	if strings.Contains(s, "cpu=") || strings.Contains(s, "size:") {
+		t.Errorf("no CPU read: %q shows CPU figures", s)
+	}
 
-	// The same load, with most of the work waiting for the client's limiter.
-	w.Client = Split{Work: w.Busy, LimiterWait: 3 * time.Second, RequestTime: 240 * time.Millisecond, Client: true}
+	// The same load, with most of the work waiting for the client's limit.
+	w.Client = bottleneck.Client{Work: w.Busy, RateLimiterWait: 3 * time.Second, RequestTime: 240 * time.Millisecond, Used: true}
 	s = w.String()
-	for _, want := range []string{"split=own 0.33 limiter 0.62 api 0.05 retry-after 0.00", "bottleneck=client-rate-limit (limiter 0.62", "→ no more than -workers 1"} {
+	for _, want := range []string{"split=own 0.33 limiter 0.62 api 0.05 retry-after 0.00", "bottleneck=client-rate-limit (limiter 0.62 of work time >= 0.25", "→ no more than -workers 1"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("work that is mostly waiting for the client limit: %q lacks %q", s, want)
 		}
@@ -62,20 +43,61 @@ func TestWindow(t *testing.T) {
 	}
 
 	// Not saturated: adds alone are the arrivals.
-	w = Window{Seconds: 5, Workers: 2, Adds: 100, Coalesced: 50, Busy: 2 * time.Second, Reconciles: 100}
-	if a := w.Arrivals(); a != 20 {
-		t.Errorf("arrivals %v/s below saturation, want 20 (adds only)", a)
-	}
+	w = win(bottleneck.Window{Workers: 2, Adds: 100, Coalesced: 50, Busy: 2 * time.Second, Reconciles: 100})
 	if s := w.String(); s != "utilization=0.20 coalesced/s=10.0 split=unknown (no instrumented client) bottleneck=none (utilization 0.20)" {
 		t.Errorf("unsaturated: %q", s)
 	}
-	// Half the adds failing and coming back.
+	// Half the adds failing and coming back through the backoff.
 	w.Retries = 60
-	if s := w.String(); !strings.Contains(s, "bottleneck=errors (retries 0.60 of adds > 0.50") || !strings.Contains(s, "→ no more than -workers 1") {
+	if s := w.String(); !strings.Contains(s, "bottleneck=errors (backoff retries 0.60 of adds > 0.5") || !strings.Contains(s, "→ no more than -workers 1") {
 		t.Errorf("retries 60 of 100 adds: %q", s)
 	}
-	if s := (Window{Seconds: 5, Workers: 2}).String(); s != "utilization=0.00 coalesced/s=0.0" {
+	// The same retries asked for by the reconcile (RequeueAfter): polling,
+	// no errors.
+	w.DelayedAdds = 60
+	if s := w.String(); strings.Contains(s, "bottleneck=errors") {
+		t.Errorf("60 RequeueAfter of 100 adds: %q, want no errors class", s)
+	}
+	if s := win(bottleneck.Window{Workers: 2}).String(); s != "utilization=0.00 coalesced/s=0.0" {
 		t.Errorf("nothing finished: %q", s)
+	}
+}
+
+// TestWindowCPU checks the line of a process that uses the CPU it has: the
+// class cpu, no more workers however much Little's law asks, and the size.
+func TestWindowCPU(t *testing.T) {
+	w := win(bottleneck.Window{Workers: 8, Adds: 150, Busy: 40 * time.Second, Reconciles: 25,
+		CPU: bottleneck.CPUUse{Known: true, Used: 0.49, Cores: 0.5, Throttled: 0.97, ThrottledKnown: true, SchedLatencyP99: 3 * time.Millisecond}})
+	w.Memory, w.Objects = 64<<20, 200
+	s := w.String()
+	for _, want := range []string{
+		"cpu=0.49/0.50 cores throttled=0.97 sched-p99=3ms",
+		"bottleneck=cpu (cpu 0.98 >= 0.9: more CPU",
+		"→ no more than -workers 8",
+		// 0.49 cores × 5 s / 25 reconciles = 98 ms each; 30 arrivals/s
+		// need 30 × 0.098 / 0.7 = 4.2 cores.
+		// A lower bound while the CPU limits: events come in more slowly.
+		"size: cpu/reconcile=98ms cores-needed>=4.20 memory=64MiB (328KiB/object)",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q lacks %q", s, want)
+		}
+	}
+	if strings.Contains(s, "recommend") {
+		t.Errorf("%q recommends workers against the CPU", s)
+	}
+	// Throttled in most periods at a lower use.
+	w.CPU.Used = 0.3
+	if s := w.String(); !strings.Contains(s, "bottleneck=cpu (throttled 0.97 >= 0.5") {
+		t.Errorf("throttled: %q", s)
+	}
+}
+
+func TestBytesText(t *testing.T) {
+	for n, want := range map[float64]string{0: "0B", 1000: "1e+03B", 2048: "2KiB", 1.5 * (1 << 30): "1.5GiB", 3 << 40: "3.07e+03GiB"} {
+		if got := bytesText(n); got != want {
+			t.Errorf("bytesText(%v) = %q, want %q", n, got, want)
+		}
 	}
 }
 
@@ -96,6 +118,7 @@ func TestWritesBehind(t *testing.T) {
 		{"rejections but kept up", Writes{Seconds: 5, Requested: 100, Done: 99, Slack: 10, Rejected: 3, ServerQPS: 20}, ""},
 		{"failures", Writes{Seconds: 5, Requested: 100, Done: 50, Failed: 50, Slack: 10}, "behind: 50 writes failed"},
 		{"slow server", Writes{Seconds: 5, Requested: 100, Done: 50, Backlog: 50, Slack: 10, Busy: 5 * time.Second}, "behind: each write takes 100ms"},
+		{"the process's CPU", Writes{Seconds: 5, Requested: 100, Done: 50, Backlog: 50, Slack: 10, Busy: 5 * time.Second, CPUBound: true}, "behind: the process's CPU"},
 		{"nothing", Writes{Seconds: 5, Requested: 100, Backlog: 100, Slack: 10}, "behind: no write finished"},
 		{"catching up", Writes{Seconds: 5, Requested: 100, Done: 140, Slack: 50},
 			"writes/s=28.0/20.0 catching up: 40 more writes than requested, overdue from earlier intervals"},
@@ -239,8 +262,9 @@ func TestLineWithAdaptiveWorkers(t *testing.T) {
 		t.Errorf("no pool running: %q", l)
 	}
 	// A downstream limit: no more than the pool's count.
-	w := Window{Seconds: 5, Workers: 4, Adaptive: rng, Adds: 100, Busy: 19 * time.Second, Reconciles: 25,
-		Client: Split{Work: 19 * time.Second, LimiterWait: 15 * time.Second, Client: true}}
+	w := win(bottleneck.Window{Workers: 4, Adds: 100, Busy: 19 * time.Second, Reconciles: 25,
+		Client: bottleneck.Client{Work: 19 * time.Second, RateLimiterWait: 15 * time.Second, Used: true}})
+	w.Adaptive = rng
 	if s := w.String(); !strings.Contains(s, "bottleneck=client-rate-limit") || !strings.HasSuffix(s, "→ no more than 4 workers") {
 		t.Errorf("adaptive, client-limited: %q", s)
 	}
