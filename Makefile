@@ -122,14 +122,19 @@ release:
 fuzz:
 	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzModel$$' -fuzztime $(FUZZTIME)
 
-# The recording and alerting rules (example/prometheus/rules.yml): syntax
-# and PromQL checked (with docker-compose's Prometheus config, which loads
-# them), then rules_test.yml run against them; then queue-figures.sh, which
-# computes the same figures from two scrapes, on the same cases
-# (queue-figures_test.sh, testdata/). promtool is that of the Prometheus the
+# The recording and alerting rules (example/prometheus/rules.yml): first
+# that it and queue-figures.sh are their rendering from their templates and
+# the classifier's table (package bottleneck), and that both tests have the
+# table's boundary cases (internal/rulesgen; go test ./internal/rulesgen
+# -update regenerates them); syntax and PromQL checked (with
+# docker-compose's Prometheus config, which loads them), then
+# rules_test.yml run against them; then queue-figures.sh, which computes the
+# same figures from two scrapes, on the same cases (queue-figures_test.sh,
+# testdata/). promtool is that of the Prometheus the
 # e2e stack runs (3.16, built from the Go module proxy and cached in
 # e2e/.bin: 8 to 19 minutes cold, docs/testing.md#how-long).
 rules:
+	$(GO) test -count=1 ./internal/rulesgen
 	@promtool=$$($(PROMTOOL)) || exit 1; \
 	echo "== $$promtool check config example/prometheus/prometheus.yml"; \
 	$$promtool check config example/prometheus/prometheus.yml && \

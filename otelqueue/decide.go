@@ -70,6 +70,10 @@ const (
 	// minStep is the smallest shrink for low utilization (but to Min) and
 	// the smallest step that goes on with an ascent.
 	minStep = 2
+	// workChangeCPU: besides doubling, the CPU per reconcile must grow by
+	// this much for the work to count as changed (the CPU time of a
+	// reconcile that does next to nothing is noise).
+	workChangeCPU = time.Millisecond
 	// staleWindows: windows in a row whose work is slower than the no-load
 	// time at the concurrency it was measured at make their work time the
 	// no-load one.
@@ -166,6 +170,11 @@ type controller struct {
 	smoothBusy   float64       // and typical concurrency
 	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
 	noLoadBusy   float64       // smoothBusy when noLoad was measured
+	// noLoadCPU is the process's CPU per reconcile when noLoad was
+	// measured (0: unknown), noLoadCPUBound whether the CPU limited then
+	// (a no-load time measured so is no reconcile's alone).
+	noLoadCPU      time.Duration
+	noLoadCPUBound bool
 	staleRun     int           // consecutive windows slower than noLoad at its concurrency
 	ceiling      int           // 0: none
 	ceilingSeen  bool          // the signs of the limit were seen at the ceiling
@@ -307,9 +316,9 @@ func (c *controller) estimate(f *figures, w *window) {
 	if f.cpuPer > 0 && f.cpu.Cores > 0 {
 		// A reconcile takes at least its CPU time; more, alone, when it
 		// also waits on something (the no-load work time, when it was
-		// measured).
+		// measured with the CPU free).
 		w0 := f.cpuPer
-		if c.noLoad > 0 {
+		if c.noLoad > 0 && !c.noLoadCPUBound {
 			w0 = max(w0, min(c.noLoad, f.typical))
 		}
 		f.cpuUsable = f.cpu.Cores * w0.Seconds() / f.cpuPer.Seconds()
@@ -350,6 +359,16 @@ func (c *controller) learn(f *figures) {
 	switch {
 	case c.noLoad == 0 || c.smoothBase < c.noLoad:
 		c.noLoad, c.noLoadBusy, c.staleRun = c.smoothBase, c.smoothBusy, 0
+		c.noLoadCPU, c.noLoadCPUBound = f.cpuPer, f.cpuBound()
+	case c.noLoadCPU > 0 && f.cpuPer > 2*c.noLoadCPU+workChangeCPU:
+		// Each reconcile costs more than twice the CPU it cost when the
+		// no-load time was measured: the work changed (an initial list of
+		// reconciles with nothing to do, then real ones), whatever the
+		// concurrency or a full CPU make of its time. Its time now is the
+		// no-load one.
+		c.smoothBase, c.smoothBusy = f.base, f.concurrency
+		c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.concurrency, 0
+		c.noLoadCPU, c.noLoadCPUBound = f.cpuPer, f.cpuBound()
 	case !f.cpuBound() && f.concurrency < c.noLoadBusy+1 && float64(f.base) > (1+excessShare)*float64(c.noLoad):
 		// Slower at the concurrency the no-load time was measured at: the
 		// work changed (an initial list of no-op reconciles, then real
@@ -358,6 +377,7 @@ func (c *controller) learn(f *figures) {
 		if c.staleRun++; c.staleRun >= staleWindows {
 			c.smoothBase, c.smoothBusy = f.base, f.concurrency
 			c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.concurrency, 0
+			c.noLoadCPU, c.noLoadCPUBound = f.cpuPer, false
 		}
 	default:
 		c.staleRun = 0
@@ -481,7 +501,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			// or one before it): the ceiling is the first such window's.
 			usable, reason, f.class = found.usable, found.reason, found.class
 			c.ceiling = c.ceilingFor(usable)
-			c.ceilingSeen = false
+			// The CPU's signs (its utilization) show at any count, the
+			// ceiling's too: they need no sighting there to be missed.
+			c.ceilingSeen = reason == ReasonCPU
 			c.hold = min(2*c.hold, maxHold)
 			c.ceilingUntil = now.Add(c.hold)
 			class := reason
@@ -508,7 +530,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// More at once than the downstream can serve: shrink to what it can.
 	if limited && c.limitedRun >= 2 {
 		c.ceiling = c.ceilingFor(usable)
-		c.ceilingSeen = false
+		c.ceilingSeen = reason == ReasonCPU
 		c.ceilingUntil = now.Add(c.hold)
 		class := reason
 		if class == "" {

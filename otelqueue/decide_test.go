@@ -849,6 +849,8 @@ func TestDecideCPU(t *testing.T) {
 			}
 		}
 		// The CPU limit lifted: 9 running on 32 cores at the no-load time.
+		// The CPU's signs need no sighting at the ceiling: two windows
+		// without them make it probe.
 		r.n++
 		if d, _, ok := r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now()); ok {
 			t.Fatalf("one window with room: decision %+v, want none yet", d)
@@ -859,6 +861,33 @@ func TestDecideCPU(t *testing.T) {
 			t.Errorf("two windows with room: decision %v %+v, want a probe", ok, d)
 		}
 	})
+}
+
+// TestDecideCPULiftedAtOnce: a CPU limit lifted in the window after the
+// shrink to the CPU's ceiling (no window at the ceiling while the CPU
+// limited): the pool probes once the CPU's signs are gone two windows, not
+// when the ceiling's hold is over.
+func TestDecideCPULiftedAtOnce(t *testing.T) {
+	r := newCtlRun(t, 1, 64, 16)
+	r.settle()
+	for range 2 {
+		r.n++
+		r.c.decide(cpuBusy(r.c.limit, 80, 200*time.Millisecond, 8, 8, 500), r.now())
+	}
+	if r.c.limit != 9 {
+		t.Fatalf("limit %d, want 9 (the CPU's ceiling)", r.c.limit)
+	}
+	var probed bool
+	for range 4 {
+		r.n++
+		if d, _, ok := r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now()); ok {
+			probed = d.reason == ReasonProbe
+			break
+		}
+	}
+	if !probed {
+		t.Errorf("the CPU limit lifted at once: no probe within 4 windows (hold until %v)", r.c.ceilingUntil)
+	}
 }
 
 // TestDecideLongRuns: long reconciles in the tail and hung ones are no
@@ -929,5 +958,54 @@ func TestDecideCeilingRounding(t *testing.T) {
 		if got := c.ceilingFor(tc.usable); got != tc.want {
 			t.Errorf("ceilingFor(%v) = %d, want %d", tc.usable, got, tc.want)
 		}
+	}
+}
+
+// TestDecideWorkChangeByCPU: a no-load work time measured on reconciles
+// with nothing to do (an initial list: 20µs, next to no CPU) is no measure
+// of real ones: when each reconcile costs more than twice the CPU, the work
+// changed, and the new work time is the no-load one, not a latency
+// gradient; measured while the CPU limits, it does not stand for the
+// reconcile alone when the CPU's count is worked out.
+func TestDecideWorkChangeByCPU(t *testing.T) {
+	r := newCtlRun(t, 1, 32, 4)
+	noop := func() *window {
+		// 400 no-op reconciles a second of 20µs, 20µs of CPU each.
+		w := cpuBusy(r.c.limit, 400, 20*time.Microsecond, 0.008, 2, 0)
+		return w
+	}
+	for range 3 {
+		r.n++
+		r.c.decide(noop(), r.now())
+	}
+	if r.c.noLoad > 100*time.Microsecond || r.c.noLoadCPU > 100*time.Microsecond {
+		t.Fatalf("after no-op windows: no-load %v, its CPU %v; want about 20µs", r.c.noLoad, r.c.noLoadCPU)
+	}
+	// Real reconciles: 2 running at 90ms each, 60ms of CPU each, with keys
+	// waiting; the CPU has room (1.3 of 2 cores).
+	for i := range 6 {
+		r.n++
+		w := cpuBusy(r.c.limit, 22, 90*time.Millisecond, 1.32, 2, 50)
+		if d, f, ok := r.c.decide(w, r.now()); ok && d.reason == ReasonLatencyGradient {
+			t.Fatalf("window %d: %+v (gradient %v, no-load %v): the work changed, no latency gradient", i, d, f.gradient, f.noLoad)
+		}
+	}
+	if r.c.noLoad < 80*time.Millisecond || r.c.noLoadCPUBound {
+		t.Errorf("no-load %v (CPU-bound %v) after real reconciles, want about 90ms, measured with the CPU free", r.c.noLoad, r.c.noLoadCPUBound)
+	}
+
+	// Measured while the CPU limits, the no-load time is not the
+	// reconcile's: the CPU's count is the cores' (w0 = the CPU per
+	// reconcile).
+	r = newCtlRun(t, 1, 32, 4)
+	for range 3 {
+		r.n++
+		r.c.decide(noop(), r.now())
+	}
+	r.n++
+	// 8 running on 2 cores, about 60ms of CPU each: 32/s of 250ms.
+	_, f, _ := r.c.decide(cpuBusy(r.c.limit, 32, 250*time.Millisecond, 1.96, 2, 50), r.now())
+	if !r.c.noLoadCPUBound || f.cpuUsable > 2.01 {
+		t.Errorf("CPU-bound real work: no-load measured CPU-bound %v, the CPU serves %.2f; want true and the 2 cores' 2", r.c.noLoadCPUBound, f.cpuUsable)
 	}
 }

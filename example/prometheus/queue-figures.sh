@@ -1,4 +1,6 @@
 #!/bin/sh
+# GENERATED from example/prometheus/queue-figures.sh.tmpl and the table of package bottleneck by internal/rulesgen (go test ./internal/rulesgen -update): edit those, not this file.
+#
 # queue-figures.sh: the figures of example/prometheus/rules.yml, computed by
 # hand from two scrapes of a /metrics endpoint, for a user with no
 # Prometheus (docs/tuning.md, worked example).
@@ -14,16 +16,22 @@
 #
 # Where the work time goes (own, client rate limiter, API round trips,
 # Retry-After) comes from the workqueue_client_* series of an instrumented
-# Kubernetes client (kubeclient.Instrument). The line "bottleneck=" names
-# one class per queue with the thresholds and precedence of rules.yml's
-# queue:workqueue_bottleneck:rate5m (its header states them; change them
-# there, here and in queue-figures_test.sh together):
-#   server-throttling  Retry-After share of the work time >= 0.25
-#   client-rate-limit  client rate-limiter share of the work time >= 0.25
-#   errors             retries / adds > 0.5
-#   workers            Little's-law workers > configured workers
-#   none               otherwise, when the configured workers are known
-# and "recommended workers" more than the configured count only for workers.
+# Kubernetes client (kubeclient.Instrument); the process's CPU from the
+# process_cpu_time_seconds_total, go_processor_limit and otelqueue_cpu_*
+# series of package procstat (or client_golang's process_cpu_seconds_total
+# and go_sched_gomaxprocs_threads). The line "bottleneck=" names one class
+# per queue with the thresholds and precedence of package bottleneck's
+# table, which rules.yml's queue:workqueue_bottleneck:rate5m is generated
+# from too (this script is generated from queue-figures.sh.tmpl):
+#   cpu                cpu_utilization >= 0.9
+#   cpu                cpu_throttled >= 0.5
+#   server-throttling  retry_after_share >= 0.25
+#   client-rate-limit  rate_limiter_share >= 0.25
+#   errors             error_retries > 0.5
+#   workers            workers_needed > 1
+#   none               otherwise, when the utilization is known
+# and "recommended workers" more than the configured count only for the
+# classes that may ask for more (workers|none).
 set -eu
 if [ $# -ne 3 ]; then
 	echo "usage: $0 BEFORE AFTER SECONDS  (two scrapes of /metrics, SECONDS apart)" >&2
@@ -31,10 +39,10 @@ if [ $# -ne 3 ]; then
 fi
 awk -v secs="$3" '
 BEGIN {
-	SHARE = 0.25        # server-throttling, client-rate-limit: share of the work time, >=
-	RETRIES = 0.5       # errors: retries / adds, >
-	TARGET = 0.7        # utilization the recommended workers aim at
+	TARGET = 0.7        # utilization the recommended workers and the cores needed aim at
 	SATURATED = 0.9     # coalesced adds count as arrivals from this utilization on
+	n = split("workers|none|unknown", m, "|")  # the classes that may recommend more workers
+	for (i = 1; i <= n; i++) more[m[i]] = 1
 }
 # The value of label k in a series name{labels}: k must follow { or , (so
 # that name does not match otel_scope_name).
@@ -44,6 +52,13 @@ function label(s, k,    i, r) {
 	if (i == 0) return ""
 	r = substr(s, i + length(k) + 3)
 	return substr(r, 1, index(r, "\"") - 1)
+}
+# The CPU series of the process (no name label): summed by metric, per scrape.
+/^(process_cpu_time_seconds_total|process_cpu_seconds_total|go_processor_limit|go_sched_gomaxprocs_threads|otelqueue_cpu_limit|otelqueue_cpu_periods_total|otelqueue_cpu_throttled_periods_total)[{ ]/ {
+	split($1, p, "{")
+	if (FILENAME == ARGV[1]) pbefore[p[1]] += $2; else pafter[p[1]] += $2
+	pseen[p[1]] = 1
+	next
 }
 # One sample line: name{labels} value [timestamp]. Keep workqueue_* only.
 /^workqueue_/ {
@@ -79,8 +94,29 @@ function quantile(phi, m, q,    k, n, i, j, t, les, cnt, total, rank, lo, c) {
 	return lo + (les[i] - lo) * rank / c
 }
 function has(m, q) { return ((m, q) in after) }
+function prate(m) { return (pafter[m] - pbefore[m]) / secs }
+# Why the class holds, in words, with the threshold thr (">= 0.25").
+function why(sig, thr) {
+	if (sig == "workers_needed") return sprintf("Little'"'"'s-law workers %d > configured %d", ll, workers)
+	if (sig == "retry_after_share") return sprintf("Retry-After share %.3f %s", val[sig], thr)
+	if (sig == "rate_limiter_share") return sprintf("client rate-limiter share %.3f %s", val[sig], thr)
+	if (sig == "error_retries") return sprintf("backoff retries/adds %.3f %s", val[sig], thr)
+	if (sig == "cpu_utilization") return sprintf("CPU used %.3f of the cores the process has %s", val[sig], thr)
+	if (sig == "cpu_throttled") return sprintf("CPU throttled in %.3f of the cgroup'"'"'s periods %s", val[sig], thr)
+	return sprintf("%s %.3f %s", sig, val[sig], thr)
+}
 function pct(x) { return sprintf("%.1f%%", 100 * x) }
 END {
+	# The CPU of the process: cores used over the cores it has (its quota when
+	# under GOMAXPROCS), and the share of its periods throttled.
+	cpu_used = ("process_cpu_time_seconds_total" in pseen) ? prate("process_cpu_time_seconds_total") : prate("process_cpu_seconds_total")
+	cpu_seen = ("process_cpu_time_seconds_total" in pseen) || ("process_cpu_seconds_total" in pseen)
+	cores = ("go_processor_limit" in pseen) ? pafter["go_processor_limit"] : pafter["go_sched_gomaxprocs_threads"]
+	if (("otelqueue_cpu_limit" in pseen) && (cores <= 0 || pafter["otelqueue_cpu_limit"] < cores)) cores = pafter["otelqueue_cpu_limit"]
+	periods = pafter["otelqueue_cpu_periods_total"] - pbefore["otelqueue_cpu_periods_total"]
+	throttled = pafter["otelqueue_cpu_throttled_periods_total"] - pbefore["otelqueue_cpu_throttled_periods_total"]
+	reconciles_all = 0
+	for (k in after) { split(k, f, SUBSEP); if (f[1] == "workqueue_work_duration_seconds_count") reconciles_all += after[k] - before[k] }
 	for (q in queues) {
 		workers = after["workqueue_workers", q]
 		busy = rate("workqueue_work_duration_seconds_sum", q)
@@ -88,6 +124,10 @@ END {
 		adds = rate("workqueue_adds_total", q)
 		coal = rate("workqueue_coalesced_total", q)
 		retries = rate("workqueue_retries_total", q)
+		# The retries through the backoff: those the reconcile asked for
+		# with RequeueAfter (workqueue_delayed_adds_total) are no errors.
+		delayed_adds = has("workqueue_delayed_adds_total", q) ? rate("workqueue_delayed_adds_total", q) : 0
+		backoff = retries - delayed_adds; if (backoff < 0) backoff = 0
 		depth = 0
 		for (k in after) { split(k, f, SUBSEP); if (f[1] == "workqueue_depth" && f[2] == q) depth += after[k] }
 		util = (workers > 0) ? busy / workers : -1
@@ -103,8 +143,8 @@ END {
 		if (util >= 0) printf "  utilization             %.3f\n", util
 		printf "  reconciles/s            %.2f (mean work time %.4fs)\n", done, mean
 		printf "  adds/s                  %.2f became work, %.2f coalesced\n", adds, coal
-		printf "  retries/s               %.2f", retries
-		if (adds > 0) printf " (%.3f of the adds; errors from > %s)", retries / adds, RETRIES
+		printf "  retries/s               %.2f, %.2f of them RequeueAfter", retries, delayed_adds
+		if (adds > 0) printf " (backoff retries %.3f of the adds)", backoff / adds
 		printf "\n"
 		printf "  queue wait p50, p99     %ss, %ss (mean %.3fs)\n", quantile(0.5, "workqueue_queue_duration_seconds_bucket", q), \
 			quantile(0.99, "workqueue_queue_duration_seconds_bucket", q), \
@@ -122,7 +162,7 @@ END {
 		ra_known = has(ra_m, q) && busy > 0; ra = ra_known ? rate(ra_m, q) / busy : 0
 		req = (has(req_m, q) && busy > 0) ? rate(req_m, q) / busy : 0
 		if (!client) {
-			printf "  client signals          absent: instrument the client with kubeclient.Instrument (bottleneck among errors, workers, none)\n"
+			printf "  client signals          absent: instrument the client with kubeclient.Instrument (bottleneck among cpu, errors, workers, none)\n"
 		} else if (busy <= 0) {
 			printf "  work time split         n/a (no work finished between the scrapes)\n"
 		} else {
@@ -133,26 +173,55 @@ END {
 			printf "  client requests/s       %.2f, answered 429: %.2f/s\n", rate("workqueue_client_requests_total", q), rate("workqueue_client_throttled_total", q)
 		}
 
-		# The bottleneck, in the precedence of rules.yml.
-		if (ra_known && ra >= SHARE) {
-			cls = "server-throttling"; why = sprintf("Retry-After share %.3f >= %s", ra, SHARE)
-			change = "give the controller a larger API Priority and Fairness share on the server (its FlowSchema'"'"'s PriorityLevelConfiguration) or make fewer API calls"
-		} else if (lim_known && lim >= SHARE) {
-			cls = "client-rate-limit"; why = sprintf("client rate-limiter share %.3f >= %s", lim, SHARE)
-			change = "raise the client'"'"'s QPS/Burst (rest.Config) or make fewer API calls"
-		} else if (adds > 0 && retries / adds > RETRIES) {
-			cls = "errors"; why = sprintf("retries/adds %.3f > %s", retries / adds, RETRIES)
-			change = "fix the reconcile'"'"'s errors, they are most of the work"
-		} else if (workers > 0 && done > 0 && ll > workers) {
-			cls = "workers"; why = sprintf("Little'"'"'s-law workers %d > configured %d", ll, workers)
-		} else if (workers > 0) {
-			cls = "none"; why = sprintf("utilization %.3f", util)
-			if (done > 0) why = why sprintf("; Little'"'"'s-law workers %d <= configured %d", ll, workers)
-		} else {
-			cls = "unknown"; why = "no workqueue_workers: the configured count is unknown"
+		# The CPU of the process, and the size figures.
+		delete val; delete known
+		if (cpu_seen && cores > 0) {
+			known["cpu_utilization"] = 1; val["cpu_utilization"] = cpu_used / cores
+			printf "  process CPU             %.3f of %.3f cores used", cpu_used, cores
+			if (periods > 0) printf ", throttled in %.3f of the periods", throttled / periods
+			printf "\n"
+			if (reconciles_all > 0) {
+				per = cpu_used * secs / reconciles_all
+				printf "  size                    %.4fs of CPU per reconcile, %.2f cores needed for these arrivals at %s\n", per, arrivals * per / TARGET, TARGET
+			}
 		}
-		printf "  bottleneck=%s (%s)\n", cls, why
-		if (cls == "server-throttling" || cls == "client-rate-limit" || cls == "errors") {
+		if (periods > 0) { known["cpu_throttled"] = 1; val["cpu_throttled"] = throttled / periods }
+		if (ra_known) { known["retry_after_share"] = 1; val["retry_after_share"] = ra }
+		if (lim_known) { known["rate_limiter_share"] = 1; val["rate_limiter_share"] = lim }
+		if (adds > 0) { known["error_retries"] = 1; val["error_retries"] = backoff / adds }
+		if (workers > 0 && done > 0) { known["workers_needed"] = 1; val["workers_needed"] = ll / workers }
+
+		# The bottleneck: the rules of the table in their order (generated).
+		cls = ""; change = ""
+		if (known["cpu_utilization"] && val["cpu_utilization"] >= 0.9) {
+			cls = "cpu"; sig = "cpu_utilization"; thr = ">= 0.9"
+			change = "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores"
+		} else if (known["cpu_throttled"] && val["cpu_throttled"] >= 0.5) {
+			cls = "cpu"; sig = "cpu_throttled"; thr = ">= 0.5"
+			change = "raise the controller'"'"'s CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
+		} else if (known["retry_after_share"] && val["retry_after_share"] >= 0.25) {
+			cls = "server-throttling"; sig = "retry_after_share"; thr = ">= 0.25"
+			change = "give the controller a larger API Priority and Fairness share on the server (its FlowSchema'"'"'s PriorityLevelConfiguration) or make fewer API calls"
+		} else if (known["rate_limiter_share"] && val["rate_limiter_share"] >= 0.25) {
+			cls = "client-rate-limit"; sig = "rate_limiter_share"; thr = ">= 0.25"
+			change = "raise the client'"'"'s QPS/Burst (rest.Config) or make fewer API calls"
+		} else if (known["error_retries"] && val["error_retries"] > 0.5) {
+			cls = "errors"; sig = "error_retries"; thr = "> 0.5"
+			change = "fix the reconcile'"'"'s errors, they are most of the work"
+		} else if (known["workers_needed"] && val["workers_needed"] > 1) {
+			cls = "workers"; sig = "workers_needed"; thr = "> 1"
+			change = "raise the workers to the recommended count"
+		}
+		if (cls != "") {
+			why_s = why(sig, thr)
+		} else if (workers > 0) {
+			cls = "none"; why_s = sprintf("utilization %.3f", util)
+			if (done > 0) why_s = why_s sprintf("; Little'"'"'s-law workers %d <= configured %d", ll, workers)
+		} else {
+			cls = "unknown"; why_s = "no workqueue_workers: the configured count is unknown"
+		}
+		printf "  bottleneck=%s (%s)\n", cls, why_s
+		if (!(cls in more)) {
 			if (workers > 0 && (done <= 0 || ll >= workers))
 				printf "  recommended workers     keep -workers %d: more workers will not help, %s\n", workers, change
 			else if (workers > 0)

@@ -53,7 +53,7 @@ more='36  (ceil(arrivals x mean work / 0.7))'
 apf='more workers will not help, give the controller a larger API Priority and Fairness share on the server (*) or make fewer API calls'
 qps="more workers will not help, raise the client's QPS/Burst (rest.Config) or make fewer API calls"
 errs="more workers will not help, fix the reconcile's errors, they are most of the work"
-absent='client signals          absent: instrument the client with kubeclient.Instrument (bottleneck among errors, workers, none)'
+absent='client signals          absent: instrument the client with kubeclient.Instrument (bottleneck among cpu, errors, workers, none)'
 
 # Retry-After share of the work time: 0.24 / 0.25 / 0.26 (36 > 30 workers otherwise).
 check ra-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
@@ -69,7 +69,7 @@ check rl-above 'bottleneck=client-rate-limit (client rate-limiter share 0.260 >=
 # Retries / adds: 0.49 / 0.5 / 0.51, no client series.
 check err-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" "$absent"
 check err-at "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" "$absent"
-check err-above 'bottleneck=errors (retries/adds 0.510 > 0.5)' "keep -workers 30: $errs" "$absent"
+check err-above 'bottleneck=errors (backoff retries/adds 0.510 > 0.5)' "keep -workers 30: $errs" "$absent"
 # Little's law equal to the configured count, then one more.
 check ll-equal "bottleneck=none (utilization 0.694; Little's-law workers 36 <= configured 36)" "$more"
 check ll-more "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more" "$absent"
@@ -94,6 +94,27 @@ check sat-throttled 'bottleneck=server-throttling (Retry-After share 0.500 >= 0.
 	'arrivals/s              200.00 (saturated: adds + coalesced)'
 check sat-draining "bottleneck=none (utilization 0.938; Little's-law workers 9 <= configured 20)" \
 	'9  (ceil(arrivals x mean work / 0.7))'
+
+# The process's CPU (package procstat's series): used over the cores it
+# has, 0.895 / 0.9 / 0.91; a half-core quota under GOMAXPROCS 2; throttled in
+# 0.498 / 0.5 / 0.502 of the periods at a use of 0.6. The cpu class keeps the
+# configured count.
+cpuadv="more workers will not help, give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores"
+check cpu-below "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more" \
+	'process CPU             1.790 of 2.000 cores used'
+check cpu-at 'bottleneck=cpu (CPU used 0.900 of the cores the process has >= 0.9)' "keep -workers 35: $cpuadv" \
+	'size                    0.0090s of CPU per reconcile, 2.57 cores needed for these arrivals at 0.7'
+check cpu-above 'bottleneck=cpu (CPU used 0.910 of the cores the process has >= 0.9)' "keep -workers 35: $cpuadv"
+check cpu-quota 'bottleneck=cpu (CPU used 1.000 of the cores the process has >= 0.9)' "keep -workers 35: $cpuadv" \
+	'process CPU             0.500 of 0.500 cores used, throttled in 1.000 of the periods'
+check thr-below "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more"
+check thr-at "bottleneck=cpu (CPU throttled in 0.500 of the cgroup's periods >= 0.5)" \
+	"keep -workers 35: more workers will not help, raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
+check thr-above "bottleneck=cpu (CPU throttled in 0.502 of the cgroup's periods >= 0.5)" \
+	"keep -workers 35: more workers will not help, raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
+# err-above's retries, every one a RequeueAfter: polling, no errors.
+check polling "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	'retries/s               102.00, 102.00 of them RequeueAfter (backoff retries 0.000 of the adds)'
 
 if [ "$failures" -gt 0 ]; then
 	echo "queue-figures_test.sh: $failures failed expectations in $cases cases" >&2
