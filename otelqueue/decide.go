@@ -165,31 +165,31 @@ type controller struct {
 	objective time.Duration
 	interval  time.Duration
 
-	limit        int
-	smoothBase   time.Duration // exponentially weighted base work time; 0 before a sample
-	smoothBusy   float64       // and typical concurrency
-	noLoad       time.Duration // lowest smoothBase seen; 0 before a sample
-	noLoadBusy   float64       // smoothBusy when noLoad was measured
+	limit      int
+	smoothBase time.Duration // exponentially weighted base work time; 0 before a sample
+	smoothBusy float64       // and typical concurrency
+	noLoad     time.Duration // lowest smoothBase seen; 0 before a sample
+	noLoadBusy float64       // smoothBusy when noLoad was measured
 	// noLoadCPU is the process's CPU per reconcile when noLoad was
 	// measured (0: unknown), noLoadCPUBound whether the CPU limited then
 	// (a no-load time measured so is no reconcile's alone).
 	noLoadCPU      time.Duration
 	noLoadCPUBound bool
-	staleRun     int           // consecutive windows slower than noLoad at its concurrency
-	ceiling      int           // 0: none
-	ceilingSeen  bool          // the signs of the limit were seen at the ceiling
-	descending   bool          // the last change was a shrink for low utilization
-	ascending    bool          // the last change was a grow for the demand
-	goneRun      int           // consecutive windows at the ceiling without the signs of its limit
-	ceilingUntil time.Time
-	hold         time.Duration
-	probing      bool // the last change was a probe, not judged yet
-	probeFound   probeFinding
-	verifying    bool // the last change was a shrink for a latency gradient
-	baseBefore   time.Duration
-	lastChange   time.Time
-	limitedRun   int // consecutive windows over the downstream's count
-	lastNeeded   int
+	staleRun       int  // consecutive windows slower than noLoad at its concurrency
+	ceiling        int  // 0: none
+	ceilingSeen    bool // the signs of the limit were seen at the ceiling
+	descending     bool // the last change was a shrink for low utilization
+	ascending      bool // the last change was a grow for the demand
+	goneRun        int  // consecutive windows at the ceiling without the signs of its limit
+	ceilingUntil   time.Time
+	hold           time.Duration
+	probing        bool // the last change was a probe, not judged yet
+	probeFound     probeFinding
+	verifying      bool // the last change was a shrink for a latency gradient
+	baseBefore     time.Duration
+	lastChange     time.Time
+	limitedRun     int // consecutive windows over the downstream's count
+	lastNeeded     int
 	// recentNeeded is the demand's count of the windows of the shrink
 	// window, oldest first.
 	recentNeeded []neededAt
