@@ -147,7 +147,9 @@ rules:
 # TestNativeHistograms' table of quantiles, classic against native.
 e2e:
 	mkdir -p e2e/.results && rm -f e2e/.results/native-histograms.md
-	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v '/e2e/apiserver$$')
+	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v -e '/e2e/apiserver$$' -e '/e2e/cpulimit$$')
+	@echo "== go test -race (e2e/cpulimit: the demo in a cgroup of half a core, alone on the machine)"
+	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout 10m ./cpulimit/
 	@echo "== quantiles from classic and from native buckets, on Prometheus 3.16 (e2e/.results/native-histograms.md)"
 	@cat e2e/.results/native-histograms.md
 

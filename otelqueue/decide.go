@@ -455,14 +455,17 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	}
 	// Low demand: the highest demand of the shrink window, with the grow
 	// band's margin, at most shrinkShare of the limit and under it by a
-	// step of 2, or Min, and no
+	// step of 2, or Min, with the workers under waitUtilization (busy
+	// workers say the estimate is short: an initial list of no-op
+	// reconciles, the typical ones, beside real ones), and no
 	// key waiting over the objective. Few or no reconciles is low demand
 	// too: the sample matters for the downstream's estimate, not for an
 	// idle queue. An ascent goes on for two windows after its last step.
 	recent := now.Sub(c.lastChange) <= 4*c.interval
 	peak := c.peakNeeded(now, f.needed)
 	shrinkTo := max(c.lo, withMargin(peak))
-	low := shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) && f.wait <= c.objective
+	low := shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) &&
+		f.wait <= c.objective && f.utilization < waitUtilization
 	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
 	switch {
 	case c.ceiling == 0 || L < c.ceiling || !f.sample:

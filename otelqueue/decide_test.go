@@ -1009,3 +1009,19 @@ func TestDecideWorkChangeByCPU(t *testing.T) {
 		t.Errorf("CPU-bound real work: no-load measured CPU-bound %v, the CPU serves %.2f; want true and the 2 cores' 2", r.c.noLoadCPUBound, f.cpuUsable)
 	}
 }
+
+// TestDecideNoShrinkWhileBusy: the demand's estimate under the count while
+// the workers are busy (an initial list of no-op reconciles, the typical
+// ones, beside real ones) shrinks nothing: the busy workers say the
+// estimate is short.
+func TestDecideNoShrinkWhileBusy(t *testing.T) {
+	r := newCtlRun(t, 1, 32, 4)
+	// 60 no-op reconciles of 20µs, the typical ones, and 3.7 workers busy
+	// with real ones that have not ended.
+	l := load{done: 60, work: 20 * time.Microsecond, busy: 3.7}
+	r.none(l, 5, "3.7 of 4 workers busy")
+	l.busy = 0.5
+	if d, _, ok := r.feed(l); !ok || d.reason != ReasonLowUtilization {
+		t.Errorf("the same windows with the workers idle: decision %v %+v, want a shrink for low utilization", ok, d)
+	}
+}

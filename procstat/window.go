@@ -19,9 +19,10 @@ type Window struct {
 	// CPU is the CPU time the process used in the window, user and
 	// system.
 	CPU time.Duration
-	// Cores is how many cores the process can use at the later sample:
-	// the least of GOMAXPROCS, NumCPU and the cgroup's quota when one is
-	// set; 0 when none is known.
+	// Cores is how many cores the process can use: the least of
+	// GOMAXPROCS, NumCPU and the cgroup's quota when one is set, at the
+	// later sample, or at the earlier one if fewer (a window that spans a
+	// change of the quota is judged by the tighter); 0 when none is known.
 	Cores float64
 	// Limited is true when Cores is the cgroup's quota: the kernel stops
 	// the process's threads for the rest of a period once the quota is
@@ -64,17 +65,32 @@ func Between(a, b Sample) Window {
 		w.CPUKnown = true
 		w.CPU = max(0, (b.User+b.System)-(a.User+a.System))
 	}
-	for _, n := range []int{b.GOMAXPROCS, b.NumCPU} {
-		if n > 0 && (w.Cores == 0 || float64(n) < w.Cores) {
-			w.Cores = float64(n)
-		}
-	}
-	if limit := b.Cgroup.Limit; b.Cgroup.Known && limit > 0 && (w.Cores == 0 || limit <= w.Cores) {
-		w.Cores, w.Limited = limit, true
+	w.Cores, w.Limited = cores(b)
+	// A window that spans a change of the cores (a quota set, raised or
+	// lifted) is judged by the fewer: the process had no more for part of
+	// it, and its CPU then is what the window's use is measured against.
+	if c, limited := cores(a); c > 0 && c < w.Cores {
+		w.Cores, w.Limited = c, limited
 	}
 	w.throttling(a.Cgroup, b.Cgroup)
 	w.SchedP50, w.SchedP99 = schedQuantiles(a.SchedLatency, b.SchedLatency)
 	return w
+}
+
+// cores returns the cores s says the process can use (the least of
+// GOMAXPROCS, NumCPU and its cgroup's quota), and whether the quota is
+// that least; 0 when none is known.
+func cores(s Sample) (float64, bool) {
+	var c float64
+	for _, n := range []int{s.GOMAXPROCS, s.NumCPU} {
+		if n > 0 && (c == 0 || float64(n) < c) {
+			c = float64(n)
+		}
+	}
+	if limit := s.Cgroup.Limit; s.Cgroup.Known && limit > 0 && (c == 0 || limit <= c) {
+		return limit, true
+	}
+	return c, false
 }
 
 // throttling sets the throttling figures when a and b are the counters of

@@ -109,10 +109,17 @@ func TestBetween(t *testing.T) {
 			want: procstat.Window{Duration: s, CPUKnown: true, Cores: 0.5, Limited: true, HeapLive: uint64(s), MemoryUsed: uint64(2 * s)},
 		},
 		{
-			name: "the quota was lifted: counters are not counted",
+			// The window spans the change: it is judged by the fewer cores.
+			name: "the quota was lifted: counters are not counted, the tighter cores are",
 			a:    sample(0, 0, 0, 2, 2, quota(0.5, 0, 0, 0)),
 			b:    sample(s, 0, 0, 2, 2, quota(0, 10, 5, ms)),
-			want: procstat.Window{Duration: s, CPUKnown: true, Cores: 2, HeapLive: uint64(s), MemoryUsed: uint64(2 * s)},
+			want: procstat.Window{Duration: s, CPUKnown: true, Cores: 0.5, Limited: true, HeapLive: uint64(s), MemoryUsed: uint64(2 * s)},
+		},
+		{
+			name: "a quota set in the window: the tighter cores",
+			a:    sample(0, 0, 0, 2, 2, noCgroup),
+			b:    sample(s, 0, 0, 2, 2, quota(0.5, 10, 5, ms)),
+			want: procstat.Window{Duration: s, CPUKnown: true, Cores: 0.5, Limited: true, HeapLive: uint64(s), MemoryUsed: uint64(2 * s)},
 		},
 		{
 			name: "a cgroup limit that is not known is not used",
