@@ -13,7 +13,9 @@
 //
 // The same tools/ hold kube-apiserver and etcd (see [ControlPlaneAssets]),
 // which the control-plane suite in e2e/apiserver starts with envtest; make
-// test-apiserver runs it apart from this package's tests.
+// test-apiserver runs it apart from this package's tests. e2e/cpulimit runs
+// the demo in a cgroup of half a core; make e2e runs it after this
+// package's tests, alone on the machine.
 //
 // Environment:
 //

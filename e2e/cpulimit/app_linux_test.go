@@ -1,0 +1,123 @@
+package cpulimit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelqueue/otelqueue/e2e"
+)
+
+// buildApp builds example/app of the root module, one directory above the
+// e2e module, into dir.
+func buildApp(ctx context.Context, dir string) (string, error) {
+	moduleDir, err := e2e.ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Dir(moduleDir)
+	bin := filepath.Join(dir, "app")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./example/app")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./example/app in %s: %v\n%s", root, err, out)
+	}
+	return bin, nil
+}
+
+// runApp runs the app bin with args in cg, with its quota set again first,
+// from its first instruction (sh writes its own pid into the cgroup, then
+// becomes the app), lifts the quota liftAfter after the start, and waits
+// for the app to exit at its -duration. The app is killed if the test
+// ends first; with t failed, its whole output is logged.
+func runApp(ctx context.Context, t *testing.T, r *run, cg *cgroup, bin string) {
+	t.Helper()
+	r.cgroup = cg.String()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skipf("no sh to start the app in the cgroup: %v", err)
+	}
+	if err := cg.limit(); err != nil {
+		t.Fatalf("setting the quota of %s again: %v", cg, err)
+	}
+	r.logPath = filepath.Join(t.TempDir(), "app.log")
+	p := &e2e.Process{
+		Name:    "app (run " + r.name + ")",
+		Path:    sh,
+		Args:    append([]string{"-c", `echo $$ > "$OTELQUEUE_CGROUP_PROCS" && exec "$0" "$@"`, bin}, r.args...),
+		Env:     []string{"OTELQUEUE_CGROUP_PROCS=" + cg.procs()},
+		LogPath: r.logPath,
+	}
+	t.Cleanup(func() {
+		// Before the cgroup's removal (registered earlier): a cgroup with
+		// a process in it cannot be removed.
+		if err := p.Kill(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			b, err := os.ReadFile(r.logPath)
+			if err != nil {
+				t.Logf("the output of the app of run %s: %v", r.name, err)
+				return
+			}
+			t.Logf("the whole output of the app of run %s (%s):\n%s", r.name, r.command(), b)
+		}
+	})
+	ctx, cancel := context.WithTimeout(ctx, runFor+exitGrace)
+	defer cancel()
+	r.start = time.Now()
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The lines are read however the run ends, for the report.
+	defer r.read(t)
+	exited, exitErr := p.Exited()
+	lift := time.NewTimer(liftAfter)
+	defer lift.Stop()
+	select {
+	case <-lift.C:
+		r.lift = time.Now()
+		if err := cg.lift(); err != nil {
+			t.Fatalf("lifting the quota of %s: %v", cg, err)
+		}
+	case <-exited:
+		r.exited, r.exit = true, exitErr()
+		t.Fatalf("the app exited %v after its start, before the lift at %v: %v", time.Since(r.start).Round(time.Millisecond), liftAfter, exitErr())
+	case <-ctx.Done():
+		t.Fatalf("waiting to lift the quota: %v", ctx.Err())
+	}
+	select {
+	case <-exited:
+		r.exited, r.exit = true, exitErr()
+	case <-ctx.Done():
+		t.Fatalf("the app did not exit within %v of its start (-duration %v): %v", runFor+exitGrace, runFor, ctx.Err())
+	}
+	if r.exit != nil {
+		t.Fatalf("the app exited with %v, want exit status 0 at its -duration", r.exit)
+	}
+}
+
+// read reads the app's log and parses its lines.
+func (r *run) read(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(r.logPath)
+	if err != nil {
+		t.Errorf("reading the app's log: %v", err)
+		return
+	}
+	r.lines = strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	r.summaries, r.decisions = nil, nil
+	for _, l := range r.lines {
+		if s, ok := parseSummary(l, r.start); ok {
+			r.summaries = append(r.summaries, s)
+		}
+		if d, ok := parseDecision(l, r.start); ok {
+			r.decisions = append(r.decisions, d)
+		}
+	}
+}
