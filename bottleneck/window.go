@@ -1,6 +1,7 @@
 package bottleneck
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -160,4 +161,13 @@ func (w Window) Size() Size {
 		return Size{}
 	}
 	return Size{CPUPerReconcile: time.Duration(cpu * float64(time.Second)), Cores: cores, Known: true}
+}
+
+// String is "cpu/reconcile=<CPU per reconcile> cores-needed=<cores>", or
+// "size unknown".
+func (s Size) String() string {
+	if !s.Known {
+		return "size unknown"
+	}
+	return fmt.Sprintf("cpu/reconcile=%v cores-needed=%.2f", s.CPUPerReconcile.Round(10*time.Microsecond), s.Cores)
 }

@@ -95,8 +95,11 @@ func TestCPUClass(t *testing.T) {
 	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUThrottled {
 		t.Errorf("throttled 0.6: %v, want cpu by throttling", v)
 	}
+	if got := s.String(); got != "cpu/reconcile=98ms cores-needed=4.20" {
+		t.Errorf("Size.String() = %q", got)
+	}
 	w.CPU = CPUUse{}
-	if s := w.Size(); s.Known {
+	if s := w.Size(); s.Known || s.String() != "size unknown" {
 		t.Errorf("no CPU read: size %+v known", s)
 	}
 	w.CPU = CPUUse{Known: true, Used: 1, Cores: 2}
