@@ -25,10 +25,13 @@ const (
 // AdaptiveWorkers makes the number of keys a queue hands out at once (its
 // workers) follow the load: it grows when keys arrive faster than the
 // workers can take them, shrinks when they idle, and shrinks, rather than
-// grows, when what limits the reconciles lies downstream: the client's rate
-// limiter, the API server's 429s, or a shared resource that makes each
-// reconcile slower as more run at once. docs/tuning.md ("Adaptive workers")
-// describes the rule and how to read its decisions.
+// grows, when what limits the reconciles is not the workers: the client's
+// rate limiter, the API server's 429s, a shared resource that makes each
+// reconcile slower as more run at once, or the process's own CPU (read
+// with package procstat, on the real clock). It classifies with package
+// bottleneck's table, and never grows against a class that forbids more
+// workers. docs/tuning.md ("Adaptive workers") describes the rule and how
+// to read its decisions.
 //
 // It is an option of NewRunner, where the Runner's worker count is the
 // starting count and the Runner runs Max goroutines, and of Instrument (so

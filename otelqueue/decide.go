@@ -118,7 +118,7 @@ type window struct {
 // gives them.
 type figures struct {
 	throughput float64       // reconciles finished per second
-	arrivals   float64       // keys that became ready per second, or that are due to in the next window if more
+	arrivals   float64       // keys that became ready per second, or those due in the next two intervals if more
 	work       time.Duration // mean work time of a reconcile
 	typical    time.Duration // the typical reconcile's (tail trimmed)
 	base       time.Duration // of it, the part not spent waiting on a downstream limit
