@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	toolscache "k8s.io/client-go/tools/cache"
 	"log"
-	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,7 +115,7 @@ func runManager(ctx context.Context, cfg config) error {
 	// The informer cache's size, for the memory per object: the
 	// ConfigMaps informer's store, once the manager made it.
 	objects := func() int {
-		inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
+		inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
 		if err != nil {
 			return 0
 		}
