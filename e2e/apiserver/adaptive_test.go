@@ -134,13 +134,16 @@ func exampleNamed(t *testing.T, name string) example {
 // lets the surge's 300 Updates a second through (at the default 100 the
 // pool stops at the client's limit, as TestAdaptiveOnAPIServer checks);
 // -error-rate 0 and -burst-every 0 leave the schedule the only change of
-// the load. 90 s: in runs here the pool grew from 2 to 4, 8 and 16 in the
-// surge, 10 s apart (it at most doubles, and waits two intervals between
-// changes), and came down to 8 and 6 within 25 s of its end.
+// the load. 140 s: the pool meets a plain surge in one step, and shrinks
+// to the highest demand of its last minute (its shrink window), so it
+// comes down a minute after the surge's last busy interval: 55 s + 60 s +
+// two intervals, with room. In a run here (2026-12-04) it went 2 → 1 on the
+// initial list's no-op reconciles, 1 → 6 and 6 → 31 in the surge, 15 s
+// apart, and stayed at 31–32 to 90 s, where the test used to end.
 func TestAdaptiveOnEmbeddedCluster(t *testing.T) {
 	const start, surge, calm = 2, 300, 20
 	ex := exampleNamed(t, "app")
-	a := runAdaptive(t, ex, "fake", 90, "-adaptive-workers", "1:32", "-workers", strconv.Itoa(start),
+	a := runAdaptive(t, ex, "fake", 140, "-adaptive-workers", "1:32", "-workers", strconv.Itoa(start),
 		"-latency", "50ms", "-churn", strconv.Itoa(calm), "-churn-schedule", fmt.Sprintf("25s:%d,55s:%d", surge, calm),
 		"-objects", "2000", "-error-rate", "0", "-burst-every", "0", "-kube-qps", "1000", "-kube-burst", "1000")
 	if len(a.rates) != 2 || a.rates[0].rate != surge || a.rates[1].rate != calm {
