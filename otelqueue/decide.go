@@ -193,6 +193,10 @@ type controller struct {
 	// recentNeeded is the demand's count of the windows of the shrink
 	// window, oldest first.
 	recentNeeded []neededAt
+	// firstWindow is the end of the first window the controller decided
+	// on: until the windows since cover the shrink window, its highest
+	// demand is not known, and the pool does not shrink for it.
+	firstWindow time.Time
 }
 
 // probeFinding is the first window since a probe that found more running
@@ -211,8 +215,14 @@ type neededAt struct {
 }
 
 // peakNeeded records the demand's count of the window that ends at now and
-// returns the highest of the shrink window's.
-func (c *controller) peakNeeded(now time.Time, needed int) int {
+// returns the highest of the shrink window's, and whether the windows
+// decided on cover the shrink window: a pool that started less than a
+// shrink window ago (its first windows an initial list, a workload that
+// has not yet begun) knows the demand of part of it only.
+func (c *controller) peakNeeded(now time.Time, needed int) (peak int, full bool) {
+	if c.firstWindow.IsZero() {
+		c.firstWindow = now
+	}
 	from := now.Add(-shrinkWindowIntervals * c.interval)
 	keep := c.recentNeeded[:0]
 	for _, n := range c.recentNeeded {
@@ -221,11 +231,13 @@ func (c *controller) peakNeeded(now time.Time, needed int) int {
 		}
 	}
 	c.recentNeeded = append(keep, neededAt{at: now, needed: needed})
-	peak := 0
 	for _, n := range c.recentNeeded {
 		peak = max(peak, n.needed)
 	}
-	return peak
+	// The first window covers an interval before its end; half an
+	// interval's slack for the timer's jitter.
+	full = now.Sub(c.firstWindow) >= (shrinkWindowIntervals-1)*c.interval-c.interval/2
+	return peak, full
 }
 
 func newController(lo, hi, start int, objective, interval time.Duration) *controller {
@@ -453,8 +465,8 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	} else {
 		c.limitedRun = 0
 	}
-	// Low demand: the highest demand of the shrink window, with the grow
-	// band's margin, at most shrinkShare of the limit and under it by a
+	// Low demand: the highest demand of the shrink window (once the
+	// windows decided on cover it), with the grow band's margin, at most shrinkShare of the limit and under it by a
 	// step of 2, or Min, with the workers under waitUtilization (busy
 	// workers say the estimate is short: an initial list of no-op
 	// reconciles, the typical ones, beside real ones), and no
@@ -462,9 +474,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// too: the sample matters for the downstream's estimate, not for an
 	// idle queue. An ascent goes on for two windows after its last step.
 	recent := now.Sub(c.lastChange) <= 4*c.interval
-	peak := c.peakNeeded(now, f.needed)
+	peak, full := c.peakNeeded(now, f.needed)
 	shrinkTo := max(c.lo, withMargin(peak))
-	low := shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) &&
+	low := full && shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) &&
 		f.wait <= c.objective && f.utilization < waitUtilization
 	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
 	switch {

@@ -98,7 +98,16 @@ type ctlRun struct {
 	n int // windows fed
 }
 
+// newCtlRun returns a run of a controller that has decided on windows for
+// a shrink window already, so that it knows the demand of the whole shrink
+// window; newStartedCtlRun is one that starts at the first window fed.
 func newCtlRun(t *testing.T, lo, hi, start int) *ctlRun {
+	r := newStartedCtlRun(t, lo, hi, start)
+	r.c.firstWindow = decideT0.Add(-shrinkWindowIntervals * decideInterval)
+	return r
+}
+
+func newStartedCtlRun(t *testing.T, lo, hi, start int) *ctlRun {
 	return &ctlRun{t: t, c: newController(lo, hi, start, DefaultWaitObjective, decideInterval)}
 }
 
@@ -1008,6 +1017,21 @@ func TestDecideWorkChangeByCPU(t *testing.T) {
 	if !r.c.noLoadCPUBound || f.cpuUsable > 2.01 {
 		t.Errorf("CPU-bound real work: no-load measured CPU-bound %v, the CPU serves %.2f; want true and the 2 cores' 2", r.c.noLoadCPUBound, f.cpuUsable)
 	}
+}
+
+// TestDecideNoShrinkAtStart: a pool that has just started does not know the
+// shrink window's highest demand (its first windows an initial list, or a
+// workload not yet begun: seen on a real API server with 1 seat, where the
+// pool went from 4 to 1 on its first window and then met 200 updates a
+// second with one worker), so it shrinks for low utilization only once the
+// windows it decided on cover the shrink window; a grow needs no history.
+func TestDecideNoShrinkAtStart(t *testing.T) {
+	r := newStartedCtlRun(t, 1, 32, 16)
+	r.none(light, shrinkWindowIntervals-1, "the windows decided on do not cover the shrink window yet")
+	r.want(light, withMargin(2), ReasonLowUtilization)
+
+	r = newStartedCtlRun(t, 1, 64, 4)
+	r.want(demand, withMargin(12), ReasonDemand)
 }
 
 // TestDecideNoShrinkWhileBusy: the demand's estimate under the count while
