@@ -29,21 +29,26 @@ func NewLimiter(qps float64, burst int) *Limiter {
 	return &Limiter{RateLimiter: flowcontrol.NewTokenBucketRateLimiter(float32(qps), burst), qps: qps, burst: burst}
 }
 
-// Wait takes a token, waiting for one until ctx is done.
+// Wait takes a token, waiting for one until ctx is done. A wait refused
+// (the token due after ctx's deadline: client-go refuses at once) is no
+// throttled request, however long the refusal took on a loaded machine.
 func (l *Limiter) Wait(ctx context.Context) error {
-	defer l.record(time.Now(), l.waits.Start())
-	return l.RateLimiter.Wait(ctx)
+	start, end := time.Now(), l.waits.Start()
+	err := l.RateLimiter.Wait(ctx)
+	l.record(start, end, err == nil)
+	return err
 }
 
 // Accept takes a token, waiting for one as long as it takes.
 func (l *Limiter) Accept() {
-	defer l.record(time.Now(), l.waits.Start())
+	start, end := time.Now(), l.waits.Start()
 	l.RateLimiter.Accept()
+	l.record(start, end, true)
 }
 
-func (l *Limiter) record(start time.Time, end func()) {
+func (l *Limiter) record(start time.Time, end func(), granted bool) {
 	end()
-	if time.Since(start) >= throttledAfter {
+	if granted && time.Since(start) >= throttledAfter {
 		l.throttled.Add(1)
 	}
 }
