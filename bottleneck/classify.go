@@ -32,6 +32,9 @@ type Figures struct {
 	WorkKnown           bool
 	// Utilization is the workers' busy time over the time they had.
 	Utilization float64
+	// APIServer is how the API server answered the process's instrumented
+	// clients (its Known field says whether it was read).
+	APIServer APIServerUse
 }
 
 // CPUUse is the CPU of the process over a window, from the Go runtime and
@@ -64,6 +67,10 @@ func (c CPUUse) Utilization() float64 {
 // Value returns the value of signal s and whether it was measured.
 func (f Figures) Value(s Signal) (float64, bool) {
 	switch s {
+	case SignalAPIServerUnavailable:
+		return f.APIServer.Unavailable, f.APIServer.Known
+	case SignalAPIServerLatency:
+		return f.APIServer.Latency.Seconds(), f.APIServer.Known && f.APIServer.LatencyKnown
 	case SignalCPUUtilization:
 		return f.CPU.Utilization(), f.CPU.Known && f.CPU.Cores > 0
 	case SignalCPUThrottled:
@@ -135,8 +142,12 @@ func (v Verdict) String() string {
 	case "":
 		return "bottleneck=unknown"
 	}
-	return fmt.Sprintf("bottleneck=%s (%s %.2f %s %s: %s, not workers)", v.Class, v.Rule.Signal, v.Figure,
-		v.Rule.Comparison(), strconv.FormatFloat(v.Rule.Threshold, 'f', -1, 64), v.Rule.Change)
+	suffix := ", not workers"
+	if v.Class == APIServerSlow {
+		suffix = "" // its Change says when more workers help
+	}
+	return fmt.Sprintf("bottleneck=%s (%s %.2f %s %s: %s%s)", v.Class, v.Rule.Signal, v.Figure,
+		v.Rule.Comparison(), strconv.FormatFloat(v.Rule.Threshold, 'f', -1, 64), v.Rule.Change, suffix)
 }
 
 // LittlesLaw returns the worker count that keeps a queue at

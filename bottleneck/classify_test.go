@@ -14,12 +14,17 @@ func neutral() Figures {
 		CPU:    CPUUse{Known: true, Used: 0.5, Cores: 2, Throttled: 0, ThrottledKnown: true},
 		Client: true, AddsKnown: true, WorkKnown: true,
 		Workers: 10, LittlesLaw: 10, Utilization: 0.5,
+		APIServer: APIServerUse{Known: true, LatencyKnown: true, Latency: 10 * time.Millisecond},
 	}
 }
 
 // set returns f with signal s at v.
 func set(f Figures, s Signal, v float64) Figures {
 	switch s {
+	case SignalAPIServerUnavailable:
+		f.APIServer.Unavailable = v
+	case SignalAPIServerLatency:
+		f.APIServer.Latency = time.Duration(math.Round(v * float64(time.Second)))
 	case SignalCPUUtilization:
 		f.CPU.Used = v * f.CPU.Cores
 	case SignalCPUThrottled:
@@ -101,9 +106,14 @@ func TestUnknownHoldsNothing(t *testing.T) {
 	for _, r := range Rules() {
 		f = set(f, r.Signal, r.Threshold+0.5)
 	}
-	f.CPU.Known, f.Client, f.AddsKnown, f.WorkKnown = false, false, false, false
+	f.CPU.Known, f.Client, f.AddsKnown, f.WorkKnown, f.APIServer.Known = false, false, false, false, false
 	if v := Classify(f); v.Class != None {
 		t.Errorf("nothing measured: %v, want none", v)
+	}
+	f = neutral()
+	f.APIServer.LatencyKnown, f.APIServer.Latency = false, time.Minute
+	if v := Classify(f); v.Class != None {
+		t.Errorf("no single-object round trip: %v, want none", v)
 	}
 	f = neutral()
 	f.CPU.ThrottledKnown, f.CPU.Throttled = false, 1

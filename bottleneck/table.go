@@ -12,6 +12,11 @@ type Class string
 // The classes, in the order of precedence of Rules: the first whose rule
 // holds wins. None is what is left.
 const (
+	// APIServerUnavailable: the API server fails the process's requests:
+	// connections refused or reset, timeouts, 5xx answers (an API server
+	// restarting, etcd down). The reconcile is not at fault, and more
+	// workers only retry faster; the queue drains once the server is back.
+	APIServerUnavailable Class = "apiserver-unavailable"
 	// CPU: the process uses the CPU it has (its cgroup quota, else
 	// GOMAXPROCS), or is throttled by its quota in most periods. More
 	// workers only share the same CPU: give the controller more, or make
@@ -24,6 +29,12 @@ const (
 	// ClientRateLimit: the reconciles spend a share of their time waiting
 	// for the client-side rate limiter (rest.Config QPS and Burst).
 	ClientRateLimit Class = "client-rate-limit"
+	// APIServerSlow: the API server answers single-object requests slowly
+	// without 429s (a slow admission webhook, etcd stalling on its disk,
+	// requests queued by API Priority and Fairness). Whether more workers
+	// help depends on whether the server has room, which only a change of
+	// the count tells: the recommendation does not ask for more.
+	APIServerSlow Class = "apiserver-slow"
 	// Errors: most keys that became pending are retries through the rate
 	// limiter's backoff (failed reconciles, Result.Requeue). Requeues at a
 	// time the reconcile chose (RequeueAfter) are not counted.
@@ -40,6 +51,9 @@ type Signal string
 
 // The signals.
 const (
+	// SignalAPIServerUnavailable is the share of the process's API round
+	// trips that failed for the API server (APIServerUse.Unavailable).
+	SignalAPIServerUnavailable Signal = "apiserver_unavailable"
 	// SignalCPUUtilization is the CPU the process used over the cores it
 	// has: the cgroup's quota, else GOMAXPROCS (0..1, a little above with
 	// rounding).
@@ -53,6 +67,9 @@ const (
 	// SignalRateLimiterShare is the time waiting for the client's rate
 	// limiter over that work time.
 	SignalRateLimiterShare Signal = "rate_limiter_share"
+	// SignalAPIServerLatency is the mean time of the process's
+	// single-object API round trips, in seconds (APIServerUse.Latency).
+	SignalAPIServerLatency Signal = "apiserver_latency"
 	// SignalErrorRetries is the adds through the rate limiter's backoff
 	// (scheduler.Stats Retries − DelayedAdds) over the adds that made a key
 	// pending.
@@ -67,6 +84,15 @@ const (
 // the examples' summary line, and the generated Prometheus rules and
 // queue-figures.sh (example/prometheus).
 const (
+	// APIServerUnavailableShare: apiserver-unavailable holds from this
+	// share of the round trips failed.
+	APIServerUnavailableShare = 0.25
+	// APIServerSlowLatency: apiserver-slow holds from this mean time of a
+	// single-object round trip, in seconds: a quarter of the 1 s that
+	// Kubernetes' API call latency SLO allows such a call at the 99th
+	// percentile, and many times what a healthy server takes (a few
+	// milliseconds here, tens in large clusters).
+	APIServerSlowLatency = 0.25
 	// CPUUtilizationShare: the CPU class holds from this share of the
 	// cores used.
 	CPUUtilizationShare = 0.9
@@ -109,6 +135,11 @@ type Rule struct {
 // rules is the table, in the order of precedence.
 var rules = [...]Rule{
 	{
+		Class: APIServerUnavailable, Signal: SignalAPIServerUnavailable, Threshold: APIServerUnavailableShare, Inclusive: true,
+		Holds:  "at least a quarter of the process's API requests failed for the API server (connection errors, timeouts, 5xx)",
+		Change: "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster",
+	},
+	{
 		Class: CPU, Signal: SignalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
 		Holds:  "the process used at least 90% of the cores it has (the cgroup's CPU quota, else GOMAXPROCS)",
 		Change: "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores",
@@ -127,6 +158,11 @@ var rules = [...]Rule{
 		Class: ClientRateLimit, Signal: SignalRateLimiterShare, Threshold: DownstreamShare, Inclusive: true,
 		Holds:  "the reconciles spent at least a quarter of their work time waiting for the client-side rate limiter",
 		Change: "raise the client's QPS/Burst (rest.Config) or make fewer API calls",
+	},
+	{
+		Class: APIServerSlow, Signal: SignalAPIServerLatency, Threshold: APIServerSlowLatency, Inclusive: true,
+		Holds:  "the process's single-object API requests took at least 250 ms on average, without the API server's 429s",
+		Change: "find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time",
 	},
 	{
 		Class: Errors, Signal: SignalErrorRetries, Threshold: ErrorRetriesShare,

@@ -29,6 +29,10 @@ type Window struct {
 	Client Client
 	// CPU is the process's CPU over the window.
 	CPU CPUUse
+	// APIServer is how the API server answered the process's instrumented
+	// clients over the window (APIServerBetween), with Known cleared for a
+	// queue whose reconciles make no API calls.
+	APIServer APIServerUse
 	// ProcessReconciles is the number of reconciles every queue of the
 	// process finished in the window, over which the process's CPU is
 	// spread for CPU per reconcile; 0: Reconciles (a process with one
@@ -113,6 +117,7 @@ func (w Window) ErrorRetries() (float64, bool) {
 func (w Window) Figures() Figures {
 	f := Figures{
 		CPU:         w.CPU,
+		APIServer:   w.APIServer,
 		Client:      w.Client.Used && w.Client.Work > 0,
 		Workers:     w.Workers,
 		WorkKnown:   w.Reconciles > 0,

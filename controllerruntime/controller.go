@@ -33,6 +33,10 @@ type Controller[request comparable] struct {
 	opts    []otelqueue.Option
 	queue   atomic.Pointer[Queue[request]]
 	workers atomic.Int64 // set by Options; 0 when unknown
+	// elected is the manager's Elected channel, set by Options for a
+	// controller that needs leader election: its queue is standby until it
+	// is closed.
+	elected atomic.Pointer[<-chan struct{}]
 }
 
 // New returns a Controller for a controller of reconcile.Request whose
@@ -56,6 +60,10 @@ func (c *Controller[request]) NewQueue(controllerName string, rl workqueue.Typed
 	if n := c.workers.Load(); n > 0 {
 		opts = append(slices.Clip(opts), otelqueue.WithWorkers(int(n)))
 	}
+	if e := c.elected.Load(); e != nil {
+		// First, so that a WithStandby of the user's wins.
+		opts = append([]otelqueue.Option{otelqueue.WithStandby(*e)}, opts...)
+	}
 	q := newQueue(controllerName, rl, opts)
 	if old := c.queue.Swap(q); old != nil && old.Name() != controllerName {
 		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: one Controller used for controllers %q and %q: use one Controller per controller", old.Name(), controllerName))
@@ -75,6 +83,14 @@ func (c *Controller[request]) NewQueue(controllerName string, rl workqueue.Typed
 // o.MaxConcurrentReconciles is 0, is not seen: set MaxConcurrentReconciles
 // when you use it.
 //
+// With mgr, a controller that needs leader election (o.NeedLeaderElection,
+// else the manager's default, else true) gets a queue instrumented
+// otelqueue.WithStandby(mgr.Elected()): standby until the manager leads
+// (at once without leader election), so that a warm standby
+// (EnableWarmup), which fills its queue before it leads, reports its keys'
+// wait for a worker from the election, and no class or alert while it
+// waits.
+//
 //	builder.ControllerManagedBy(mgr).
 //		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4}))
 func (c *Controller[request]) Options(mgr manager.Manager, o controller.TypedOptions[request]) controller.TypedOptions[request] {
@@ -86,8 +102,25 @@ func (c *Controller[request]) Options(mgr manager.Manager, o controller.TypedOpt
 		n = 1
 	}
 	c.workers.Store(int64(n))
+	if mgr != nil && needLeaderElection(o.NeedLeaderElection, mgr.GetControllerOptions().NeedLeaderElection) {
+		elected := mgr.Elected()
+		c.elected.Store(&elected)
+	}
 	o.NewQueue = c.NewQueue
 	return o
+}
+
+// needLeaderElection resolves a controller's NeedLeaderElection as
+// controller-runtime does: the controller's option, else the manager's
+// default, else true.
+func needLeaderElection(controller, manager *bool) bool {
+	switch {
+	case controller != nil:
+		return *controller
+	case manager != nil:
+		return *manager
+	}
+	return true
 }
 
 // Queue returns the queue last built by NewQueue, or nil before the

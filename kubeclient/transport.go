@@ -1,6 +1,8 @@
 package kubeclient
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -90,6 +92,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := parseRequest(req.Method, req.URL.Path, req.URL.RawQuery, traced)
 	k := metricKey{method: req.Method, verb: r.verb, group: r.group, resource: r.resource}
 	k.host, k.port = splitHostPort(req.URL)
+	object := singleObject(r.verb)
+	if object {
+		clientwork.ObjectBegin(start)
+	}
 
 	var span trace.Span
 	if traced {
@@ -124,12 +130,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp != nil {
 		k.code = resp.StatusCode
 	}
-	switch {
-	case err != nil:
-		k.errorType = semconv.ErrorType(err).Value.AsString()
-	case k.code >= 400:
-		k.errorType = strconv.Itoa(k.code)
+	k.errorType = errorType(err, k.code)
+	if object {
+		clientwork.ObjectEnd(start, d)
 	}
+	clientwork.RoundTripEnded(unavailable(err, k.code))
 	throttled := k.code == http.StatusTooManyRequests
 	retryAfter := throttled && resp.Header.Get("Retry-After") != ""
 	if w != nil {
@@ -160,6 +165,54 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.End(trace.WithTimestamp(end))
 	}
 	return resp, err
+}
+
+// errorType is the error.type attribute of a round trip that returned err
+// and status code: empty for a success; "canceled" when the caller canceled
+// it and "timeout" when its deadline passed (the semantic conventions'
+// low-cardinality identifiers, which tell the caller's doing from the
+// server's); the Go error's type for another transport error; the status
+// code from 400 on.
+func errorType(err error, code int) string {
+	switch {
+	case err == nil && code < 400:
+		return ""
+	case err == nil:
+		return strconv.Itoa(code)
+	case errors.Is(err, context.Canceled):
+		return errorTypeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorTypeTimeout
+	}
+	return semconv.ErrorType(err).Value.AsString()
+}
+
+// The error.type values of a round trip that ended before its answer for
+// its context.
+const (
+	errorTypeCanceled = "canceled"
+	errorTypeTimeout  = "timeout"
+)
+
+// unavailable says whether a round trip that returned err and status code
+// failed for the API server: a transport error other than the caller's
+// cancellation (connection refused or reset, a timeout), or a 5xx answer.
+func unavailable(err error, code int) bool {
+	if err != nil {
+		return !errors.Is(err, context.Canceled)
+	}
+	return code >= 500
+}
+
+// singleObject says whether verb acts on one object: the round trips whose
+// time says how fast the API server answers (a list's grows with the
+// collection, a watch's round trip ends at its first byte).
+func singleObject(verb string) bool {
+	switch verb {
+	case "get", "create", "update", "patch", "delete":
+		return true
+	}
+	return false
 }
 
 // method is the http.request.method attribute: the known methods as they

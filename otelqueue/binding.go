@@ -37,6 +37,9 @@ type binding struct {
 	client atomic.Pointer[clientInstruments]
 	// pool is the scheduler's adaptive worker pool, nil when it has none.
 	pool atomic.Pointer[pool]
+	// standby is the standby state of the scheduler's live
+	// Instrumentation (WithStandby), nil when it has none.
+	standby atomic.Pointer[standby]
 }
 
 // bindings maps weak pointers to schedulers (weak.Pointer[scheduler.Scheduler[K]],

@@ -63,7 +63,8 @@ type config struct {
 	workers        int  // WithWorkers
 	workersSet     bool // WithWorkers was given
 	adaptive       *AdaptiveWorkers
-	errs           []error // found by setDefaults, reported by validate
+	standby        <-chan struct{} // WithStandby
+	errs           []error         // found by setDefaults, reported by validate
 }
 
 func newConfig[O Option](opts []O) config {

@@ -109,6 +109,9 @@ type window struct {
 	dueSoon   int
 	dueWindow time.Duration
 	cpu       bottleneck.CPUUse
+	// apiserver is how the API server answered the process's instrumented
+	// clients, once the queue's attempts have used one.
+	apiserver bottleneck.APIServerUse
 
 	// From instrumented clients (ClientStats).
 	limiterWait, retryAfterWait time.Duration
@@ -295,7 +298,7 @@ func measure(w *window) figures {
 		}
 	}
 	f.class = bottleneck.Classify(bottleneck.Figures{
-		CPU:    f.cpu,
+		CPU: f.cpu, APIServer: w.apiserver,
 		Client: w.done > 0 && w.work > 0, RetryAfterShare: f.retryAfter, RateLimiterShare: f.limiter,
 		ErrorRetries: f.errorRetries, AddsKnown: w.adds > 0,
 		// No worker count: the pool's own staffing rule is its workers

@@ -37,6 +37,7 @@ type load struct {
 	adds, retries             uint64
 	delayedAdds               uint64
 	wait                      time.Duration
+	apiserver                 bottleneck.APIServerUse
 }
 
 func (l load) window(limit int) *window {
@@ -53,6 +54,7 @@ func (l load) window(limit int) *window {
 		depth:   l.depth, depthBefore: l.depth + l.drained,
 		adds: l.adds, retries: l.retries, delayedAdds: l.delayedAdds,
 		limiterWait: n * l.limiter, retryAfterWait: n * l.retryAfter,
+		apiserver: l.apiserver,
 	}
 }
 
@@ -1016,6 +1018,31 @@ func TestDecideWorkChangeByCPU(t *testing.T) {
 	_, f, _ := r.c.decide(cpuBusy(r.c.limit, 32, 250*time.Millisecond, 1.96, 2, 50), r.now())
 	if !r.c.noLoadCPUBound || f.cpuUsable > 2.01 {
 		t.Errorf("CPU-bound real work: no-load measured CPU-bound %v, the CPU serves %.2f; want true and the 2 cores' 2", r.c.noLoadCPUBound, f.cpuUsable)
+	}
+}
+
+// TestDecideNoGrowthAgainstTheControlPlane: keys waiting with every worker
+// busy grow the pool, but not while the API server fails the process's
+// requests (more workers only retry faster) or answers slowly, requests
+// stalled in flight included (more workers only queue there, unless it has
+// room, which the static figures cannot tell): seen on a real API server,
+// whose etcd stalled for 15 s with every worker's request in flight.
+func TestDecideNoGrowthAgainstTheControlPlane(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		use  bottleneck.APIServerUse
+	}{
+		{"unavailable", bottleneck.APIServerUse{Known: true, Unavailable: 1}},
+		{"slow", bottleneck.APIServerUse{Known: true, LatencyKnown: true, Latency: decideInterval}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newCtlRun(t, 1, 64, 4)
+			l := demand
+			l.apiserver = tc.use
+			r.none(l, 10, "the control plane limits the queue")
+			l.apiserver = bottleneck.APIServerUse{Known: true, LatencyKnown: true, Latency: 5 * time.Millisecond}
+			r.want(l, withMargin(12), ReasonDemand)
+		})
 	}
 }
 

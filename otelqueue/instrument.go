@@ -17,6 +17,7 @@ import (
 // returned by Instrument. Stop removes it.
 type Instrumentation struct {
 	client   *clientInstruments
+	standby  *standby
 	b        *binding
 	reg      metric.Registration
 	stop     func()
@@ -73,13 +74,33 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
 	obs := newObserver[K](&c, in, b, s.Name(), attrs)
+	var sb *standby
+	if c.standby != nil {
+		sb = new(standby)
+		obs.standby = sb
+	}
 	if err := install(s, obs); err != nil {
 		return nil, err
 	}
 	b.client.Store(obs.client)
+	stopStandby := func() {}
+	if sb != nil {
+		b.standby.Store(sb)
+		stop, exited := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(exited)
+			sb.watch(c.standby, stop, s.Clock().Now)
+		}()
+		stopStandby = func() {
+			close(stop)
+			<-exited
+			b.standby.CompareAndSwap(sb, nil)
+		}
+	}
 	stopPool := func() {}
 	if p != nil {
 		if err := p.attach(); err != nil {
+			stopStandby()
 			b.client.CompareAndSwap(obs.client, nil)
 			s.CompareAndSwapObserver(obs, nil)
 			return nil, err
@@ -118,17 +139,26 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 			o.ObserveInt64(in.workers, workers, observe)
 		}
 		obs.client.observe(o, in, observe)
+		if sb != nil {
+			standbyValue := int64(0)
+			if sb.isStandby() {
+				standbyValue = 1
+			}
+			o.ObserveInt64(in.standby, standbyValue, observe)
+		}
 		return nil
 	}, in.observables()...)
 	if err != nil {
 		otel.Handle(err)
 	}
 	return &Instrumentation{
-		client: obs.client,
-		b:      b,
-		reg:    reg,
+		client:  obs.client,
+		standby: sb,
+		b:       b,
+		reg:     reg,
 		stop: func() {
 			stopPool()
+			stopStandby()
 			b.client.CompareAndSwap(obs.client, nil)
 			drainAttempts(s, scheduler.Observer[K](obs))
 		},
@@ -182,6 +212,11 @@ func (i *Instrumentation) AdaptiveStats() (AdaptiveStats, bool) {
 	}
 	return p.Stats(), true
 }
+
+// Standby reports whether the queue is standby: instrumented WithStandby,
+// with the channel given not closed yet. A nil Instrumentation, or one
+// without WithStandby, is never standby.
+func (i *Instrumentation) Standby() bool { return i != nil && i.standby.isStandby() }
 
 // Stop removes the instrumentation: the observable instruments are no longer
 // reported, and keys handed out from then on get no spans and are not

@@ -57,6 +57,10 @@ const (
 	// AdaptiveWorkers, the pool's current limit. Reported only when known.
 	// workqueue_workers.
 	MetricWorkers = "workqueue.workers"
+	// MetricStandby: 1 while the queue is standby (WithStandby: a replica
+	// that has not won its leader election), 0 once it is active; only for
+	// a queue instrumented WithStandby. workqueue_standby.
+	MetricStandby = "workqueue.standby"
 	// MetricWorkersChanges: changes of an adaptive pool's limit, by
 	// "reason" (the Reason constants). Reported while the queue has a pool.
 	// workqueue_workers_changes_total.
@@ -136,6 +140,7 @@ type instruments struct {
 	coalesced      metric.Int64ObservableCounter
 	activeWorkers  metric.Int64ObservableUpDownCounter
 	workers        metric.Int64ObservableGauge
+	standby        metric.Int64ObservableGauge
 	workersChanges metric.Int64ObservableCounter
 	results        metric.Int64ObservableCounter
 
@@ -232,6 +237,13 @@ func newInstruments(c *config) *instruments {
 		handle(err)
 		in.workers, _ = nm.Int64ObservableGauge(MetricWorkers)
 	}
+	// No unit: the Prometheus exporter would turn "1" into a _ratio suffix.
+	in.standby, err = m.Int64ObservableGauge(MetricStandby,
+		metric.WithDescription("1 while the queue is standby (its workers wait for leadership), 0 once it is active."))
+	if err != nil {
+		handle(err)
+		in.standby, _ = nm.Int64ObservableGauge(MetricStandby)
+	}
 	in.results = counter(MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
 	in.workersChanges = counter(MetricWorkersChanges, "{change}", "Total number of changes of an adaptive worker pool's limit, by reason.")
 
@@ -256,7 +268,7 @@ func newInstruments(c *config) *instruments {
 func (in *instruments) observables() []metric.Observable {
 	return []metric.Observable{
 		in.depth, in.adds, in.retries, in.delayedAdds, in.unfinished, in.longestRunning,
-		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.workersChanges, in.results,
+		in.oldestPending, in.delayed, in.coalesced, in.activeWorkers, in.workers, in.standby, in.workersChanges, in.results,
 		in.clientRequests, in.clientThrottled,
 	}
 }

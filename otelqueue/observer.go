@@ -45,6 +45,7 @@ type observer[K comparable] struct {
 	client        *clientInstruments
 	record        []metric.RecordOption // the queue's attributes, prepared once
 	b             *binding              // where an adaptive pool, if any, is found
+	standby       *standby              // WithStandby's state, nil without
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -78,10 +79,13 @@ var _ scheduler.WallClockObserver[string] = (*observer[string])(nil)
 
 // Dequeued starts the attempt's trace and records the queue wait inside it.
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
+	// The wait for a worker: from the key's ready time, or from when a
+	// standby queue became active if later (WithStandby).
+	d, standbyPart, activeAt := o.standby.wait(it.ReadyAt, it.DequeuedAt)
 	if p := o.b.pool.Load(); p != nil {
-		p.sig.dequeued(it.DequeuedAt.Sub(it.ReadyAt))
+		p.sig.dequeued(d)
 	}
-	wait := it.DequeuedAt.Sub(it.ReadyAt).Seconds()
+	wait := d.Seconds()
 	if !o.tracing {
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
@@ -152,6 +156,9 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	if it.ReadyAt.After(it.EnqueuedAt) {
 		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
 	}
+	if standbyPart > 0 {
+		queued.AddEvent(EventActive, trace.WithTimestamp(activeAt))
+	}
 	o.queueDuration.Record(queuedCtx, wait, o.record...)
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
@@ -217,7 +224,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		if a != nil {
 			t = a.work.Totals()
 		}
-		p.sig.finished(ended.Sub(started), t.LimiterWait, t.RetryAfterWait)
+		p.sig.finished(ended.Sub(started), t.LimiterWait, t.RetryAfterWait, t.Used)
 		var span trace.Span
 		if a != nil && a.root != nil {
 			span = trace.SpanFromContext(ctx)

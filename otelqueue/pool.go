@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -49,6 +50,9 @@ type pool struct {
 	// nil: none (a queue on a clock other than the real one, whose windows
 	// are not of the process's time).
 	readCPU func() procstat.Sample
+	// readServer reads the process's counts of API round trips
+	// (kubeclient.ServerStats); nil as readCPU.
+	readServer func(time.Time) bottleneck.APIServerCounters
 
 	sig   signals
 	limit atomic.Int64
@@ -75,6 +79,7 @@ type snapshot struct {
 	q             scheduler.Stats
 	dueSoon       int // delayed keys that become ready within the next interval, or the one after if more
 	cpu           procstat.Sample
+	server        bottleneck.APIServerCounters
 }
 
 // newPool returns a pool for s between lo and hi, at start, not attached.
@@ -85,7 +90,7 @@ func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWork
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
 	if _, real := s.Clock().(clock.RealClock); real {
-		p.readCPU = procstat.Read
+		p.readCPU, p.readServer = procstat.Read, clientwork.ReadServer
 	}
 	p.limit.Store(int64(start))
 	p.stats = AdaptiveStats{Limit: start, Min: lo, Max: hi}
@@ -187,6 +192,9 @@ func (p *pool) snapshot(now time.Time) snapshot {
 	if p.readCPU != nil {
 		s.cpu = p.readCPU()
 	}
+	if p.readServer != nil {
+		s.server = p.readServer(now)
+	}
 	return s
 }
 
@@ -222,6 +230,9 @@ func (p *pool) window(a, b *snapshot) window {
 	w.dueSoon, w.dueWindow = b.dueSoon, p.interval
 	w.delayedAdds = b.q.DelayedAdds - a.q.DelayedAdds
 	w.cpu = bottleneck.ProcessCPU(procstat.Between(a.cpu, b.cpu))
+	if p.sig.usedClient.Load() {
+		w.apiserver = bottleneck.APIServerBetween(a.server, b.server)
+	}
 	return w
 }
 
@@ -242,6 +253,12 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		return // detached, or not instrumented (any more): nothing to decide on
 	}
 	cur := p.snapshot(now)
+	if p.b.standby.Load().isStandby() {
+		// Standby (WithStandby): no worker may run, so nothing to decide
+		// on; the next window starts here, without the standby's time.
+		p.prev = cur
+		return
+	}
 	w := p.window(&p.prev, &cur)
 	idle := w.started == 0 && w.done == 0 && cur.q.InFlight == 0 && cur.q.Depth == 0
 	if w.done < minSample && w.dur < maxWindowIntervals*p.interval && !idle {

@@ -41,7 +41,7 @@ func demandWindow(s *scheduler.Scheduler[int], p *pool) {
 	}
 	for range 40 {
 		p.sig.dequeued(0)
-		p.sig.finished(100*time.Millisecond, 0, 0)
+		p.sig.finished(100*time.Millisecond, 0, 0, false)
 	}
 }
 

@@ -35,6 +35,9 @@ type signals struct {
 	// the pool decides at an attempt's end), so that a window's waits and
 	// work time are of the same attempts.
 	limiterNs, retryAfterNs atomic.Int64
+	// usedClient says whether an attempt done used an instrumented client:
+	// the API server's figures are then the queue's too.
+	usedClient atomic.Bool
 }
 
 // dequeued counts an attempt handed out after waiting wait.
@@ -46,8 +49,11 @@ func (s *signals) dequeued(wait time.Duration) {
 // finished counts an attempt that ended after work, of which it waited
 // limiter for the client's rate limiter and retryAfter for the API server's
 // Retry-After.
-func (s *signals) finished(work, limiter, retryAfter time.Duration) {
+func (s *signals) finished(work, limiter, retryAfter time.Duration, usedClient bool) {
 	s.done.Add(1)
+	if usedClient && !s.usedClient.Load() {
+		s.usedClient.Store(true)
+	}
 	s.workNs.Add(int64(work))
 	b := waitBucket(work)
 	s.works[b].Add(1)

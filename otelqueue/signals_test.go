@@ -173,8 +173,8 @@ func TestWaitQuantileOfWaits(t *testing.T) {
 		t.Errorf("p90 of 7ms..700ms read from the buckets = %v, want above %v and within a factor 1.5", got, p90)
 	}
 
-	s.finished(2*time.Second, 0, 0)
-	s.finished(500*time.Millisecond, 0, 0)
+	s.finished(2*time.Second, 0, 0, false)
+	s.finished(500*time.Millisecond, 0, 0, false)
 	if d, w := s.done.Load(), time.Duration(s.workNs.Load()); d != 2 || w != 2500*time.Millisecond {
 		t.Errorf("after two finished: done %d, work %v; want 2, 2.5s", d, w)
 	}
@@ -302,7 +302,7 @@ func TestPoolSignals(t *testing.T) {
 func TestTypicalWork(t *testing.T) {
 	var s signals
 	for i := range 1000 {
-		s.finished(25*time.Millisecond+time.Duration(i)*50*time.Microsecond, 0, 0) // 25..75ms
+		s.finished(25*time.Millisecond+time.Duration(i)*50*time.Microsecond, 0, 0, false) // 25..75ms
 	}
 	read := func() (time.Duration, uint64) {
 		var c [waitBuckets]uint64
@@ -315,8 +315,8 @@ func TestTypicalWork(t *testing.T) {
 	if w, n := read(); n != 1000 || w < 49*time.Millisecond || w > 51*time.Millisecond {
 		t.Errorf("uniform 25..75ms: typical %v of %d, want the mean, 50ms, of all 1000", w, n)
 	}
-	s.finished(60*time.Second, 0, 0)
-	s.finished(600*time.Second, 0, 0)
+	s.finished(60*time.Second, 0, 0, false)
+	s.finished(600*time.Second, 0, 0, false)
 	if w, n := read(); n != 1000 || w < 49*time.Millisecond || w > 51*time.Millisecond {
 		t.Errorf("with a 60s and a 600s reconcile: typical %v of %d, want 50ms of the 1000 others", w, n)
 	}

@@ -19,14 +19,21 @@
 # Kubernetes client (kubeclient.Instrument); the process's CPU from the
 # process_cpu_time_seconds_total, go_processor_limit and otelqueue_cpu_*
 # series of package procstat (or client_golang's process_cpu_seconds_total
-# and go_sched_gomaxprocs_threads). The line "bottleneck=" names one class
-# per queue with the thresholds and precedence of package bottleneck's
+# and go_sched_gomaxprocs_threads); how the API server answers the process
+# (the share of its round trips that failed for the server, the mean time of
+# its single-object ones) from package kubeclient's
+# http_client_request_duration_seconds_count and _sum, which count for the
+# class only of the queues with client series (a queue that makes no API
+# calls is not limited by the API server). The line "bottleneck=" names one
+# class per queue with the thresholds and precedence of package bottleneck's
 # table, which rules.yml's queue:workqueue_bottleneck:rate5m is generated
 # from too (this script is generated from queue-figures.sh.tmpl):
+#   apiserver-unavailable apiserver_unavailable >= 0.25
 #   cpu                cpu_utilization >= 0.9
 #   cpu                cpu_throttled >= 0.5
 #   server-throttling  retry_after_share >= 0.25
 #   client-rate-limit  rate_limiter_share >= 0.25
+#   apiserver-slow     apiserver_latency >= 0.25
 #   errors             error_retries > 0.5
 #   workers            workers_needed > 1
 #   none               otherwise, when the utilization is known
@@ -58,6 +65,28 @@ function label(s, k,    i, r) {
 	split($1, p, "{")
 	if (FILENAME == ARGV[1]) pbefore[p[1]] += $2; else pafter[p[1]] += $2
 	pseen[p[1]] = 1
+	next
+}
+# A process series summed into pbefore/pafter under the key k.
+function padd(k, v) {
+	if (FILENAME == ARGV[1]) pbefore[k] += v; else pafter[k] += v
+	pseen[k] = 1
+}
+# The API round trips of the instrumented clients of the process (no name
+# label), summed per scrape: all that ended; those that failed for the API
+# server, whose error_type is a 5xx or a transport error (not a 4xx answer,
+# not "canceled": the caller canceled it; "timeout" counts); the count and
+# the time of the single-object ones (get, create, update, patch, delete).
+/^http_client_request_duration_seconds_(count|sum)[{ ]/ {
+	split($1, p, "{"); e = label($1, "error_type")
+	obj = (label($1, "kubernetes_request_verb") ~ /^(get|create|update|patch|delete)$/)
+	if (p[1] == "http_client_request_duration_seconds_count") {
+		padd("api_requests", $2)
+		if (e != "" && e !~ /^4[0-9][0-9]$/ && e != "canceled") padd("api_unavailable", $2)
+		if (obj) padd("api_objects", $2)
+	} else if (obj) {
+		padd("api_object_seconds", $2)
+	}
 	next
 }
 # One sample line: name{labels} value [timestamp]. Keep workqueue_* only.
@@ -95,8 +124,11 @@ function quantile(phi, m, q,    k, n, i, j, t, les, cnt, total, rank, lo, c) {
 }
 function has(m, q) { return ((m, q) in after) }
 function prate(m) { return (pafter[m] - pbefore[m]) / secs }
+function pdelta(m) { return pafter[m] - pbefore[m] }
 # Why the class holds, in words, with the threshold thr (">= 0.25").
 function why(sig, thr) {
+	if (sig == "apiserver_unavailable") return sprintf("the process'"'"'s API requests failed for the server %.3f %s", val[sig], thr)
+	if (sig == "apiserver_latency") return sprintf("single-object API request mean %.3fs %s", val[sig], thr)
 	if (sig == "workers_needed") return sprintf("Little'"'"'s-law workers %d > configured %d", ll, workers)
 	if (sig == "retry_after_share") return sprintf("Retry-After share %.3f %s", val[sig], thr)
 	if (sig == "rate_limiter_share") return sprintf("client rate-limiter share %.3f %s", val[sig], thr)
@@ -115,6 +147,11 @@ END {
 	if (("otelqueue_cpu_limit" in pseen) && (cores <= 0 || pafter["otelqueue_cpu_limit"] < cores)) cores = pafter["otelqueue_cpu_limit"]
 	periods = pafter["otelqueue_cpu_periods_total"] - pbefore["otelqueue_cpu_periods_total"]
 	throttled = pafter["otelqueue_cpu_throttled_periods_total"] - pbefore["otelqueue_cpu_throttled_periods_total"]
+	# How the API server answered the process: the share of its round trips
+	# that failed for the server, the mean time of a single-object one.
+	api_requests = pdelta("api_requests"); api_objects = pdelta("api_objects")
+	api_failed = (api_requests > 0) ? pdelta("api_unavailable") / api_requests : 0
+	api_latency = (api_objects > 0) ? pdelta("api_object_seconds") / api_objects : 0
 	reconciles_all = 0
 	for (k in after) { split(k, f, SUBSEP); if (f[1] == "workqueue_work_duration_seconds_count") reconciles_all += after[k] - before[k] }
 	for (q in queues) {
@@ -186,6 +223,19 @@ END {
 			}
 		}
 		if (periods > 0) { known["cpu_throttled"] = 1; val["cpu_throttled"] = throttled / periods }
+		# The figures of the API server are those of the process: they count
+		# for the class only of a queue whose reconciles use an instrumented
+		# client (its workqueue_client_request_duration_seconds series, as
+		# in rules.yml).
+		api_client = has(req_m, q)
+		if (api_requests > 0) {
+			printf "  API server (process)    %.2f requests/s, %.3f of them failed for the server", api_requests / secs, api_failed
+			if (api_objects > 0) printf ", single-object mean %.4fs", api_latency
+			if (!api_client) printf " (no client series: not this queue'"'"'s class)"
+			printf "\n"
+		}
+		if (api_client && api_requests > 0) { known["apiserver_unavailable"] = 1; val["apiserver_unavailable"] = api_failed }
+		if (api_client && api_objects > 0) { known["apiserver_latency"] = 1; val["apiserver_latency"] = api_latency }
 		if (ra_known) { known["retry_after_share"] = 1; val["retry_after_share"] = ra }
 		if (lim_known) { known["rate_limiter_share"] = 1; val["rate_limiter_share"] = lim }
 		if (adds > 0) { known["error_retries"] = 1; val["error_retries"] = backoff / adds }
@@ -193,7 +243,10 @@ END {
 
 		# The bottleneck: the rules of the table in their order (generated).
 		cls = ""; change = ""
-		if (known["cpu_utilization"] && val["cpu_utilization"] >= 0.9) {
+		if (known["apiserver_unavailable"] && val["apiserver_unavailable"] >= 0.25) {
+			cls = "apiserver-unavailable"; sig = "apiserver_unavailable"; thr = ">= 0.25"
+			change = "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster"
+		} else if (known["cpu_utilization"] && val["cpu_utilization"] >= 0.9) {
 			cls = "cpu"; sig = "cpu_utilization"; thr = ">= 0.9"
 			change = "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores"
 		} else if (known["cpu_throttled"] && val["cpu_throttled"] >= 0.5) {
@@ -205,6 +258,9 @@ END {
 		} else if (known["rate_limiter_share"] && val["rate_limiter_share"] >= 0.25) {
 			cls = "client-rate-limit"; sig = "rate_limiter_share"; thr = ">= 0.25"
 			change = "raise the client'"'"'s QPS/Burst (rest.Config) or make fewer API calls"
+		} else if (known["apiserver_latency"] && val["apiserver_latency"] >= 0.25) {
+			cls = "apiserver-slow"; sig = "apiserver_latency"; thr = ">= 0.25"
+			change = "find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time"
 		} else if (known["error_retries"] && val["error_retries"] > 0.5) {
 			cls = "errors"; sig = "error_retries"; thr = "> 0.5"
 			change = "fix the reconcile'"'"'s errors, they are most of the work"
@@ -221,13 +277,16 @@ END {
 			cls = "unknown"; why_s = "no workqueue_workers: the configured count is unknown"
 		}
 		printf "  bottleneck=%s (%s)\n", cls, why_s
+		# The change of apiserver-slow says itself when more workers help
+		# (as Verdict.String of package bottleneck).
+		nohelp = (cls == "apiserver-slow") ? "" : "more workers will not help, "
 		if (!(cls in more)) {
 			if (workers > 0 && (done <= 0 || ll >= workers))
-				printf "  recommended workers     keep -workers %d: more workers will not help, %s\n", workers, change
+				printf "  recommended workers     keep -workers %d: %s%s\n", workers, nohelp, change
 			else if (workers > 0)
-				printf "  recommended workers     %d (Little'"'"'s law, not above the configured %d): more workers will not help, %s\n", ll, workers, change
+				printf "  recommended workers     %d (Little'"'"'s law, not above the configured %d): %s%s\n", ll, workers, nohelp, change
 			else
-				printf "  recommended workers     none above the configured count (unknown): more workers will not help, %s\n", change
+				printf "  recommended workers     none above the configured count (unknown): %s%s\n", nohelp, change
 		} else if (done > 0) {
 			printf "  recommended workers     %d  (ceil(arrivals x mean work / %s))\n", ll, TARGET
 		} else {

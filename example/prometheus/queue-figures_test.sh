@@ -3,8 +3,9 @@
 # scrapes, testdata/CASE-before.txt and testdata/CASE-after.txt, 60 s apart
 # (make rules runs it). The cases are those of the bottleneck groups of
 # rules_test.yml, with the same numbers: each class, both sides of every
-# threshold (the shares' 0.25, the retries' 0.5, Little's law equal to the
-# configured count or one more), several classes at once, queues without
+# threshold (the shares' 0.25, the retries' 0.5, the API server's 0.25 of
+# the requests failed and 0.25 s single-object mean, Little's law equal to
+# the configured count or one more), several classes at once, queues without
 # client series or without a configured count. Checks the line
 # "bottleneck=..." exactly and the recommended workers against a pattern;
 # exits 1, naming each failed case and what it printed, if any fails.
@@ -115,6 +116,30 @@ check thr-above "bottleneck=cpu (CPU throttled in 0.502 of the cgroup's periods 
 # err-above's retries, every one a RequeueAfter: polling, no errors.
 check polling "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
 	'retries/s               102.00, 102.00 of them RequeueAfter (backoff retries 0.000 of the adds)'
+
+# The API server as the process's instrumented clients see it
+# (http_client_request_duration_seconds): 0.24 / 0.25 / 0.26 of the round
+# trips failed for the server (5xx, *net.OpError, timeout; a 409 is not
+# counted); a single-object mean of 0.24 / 0.25 / 0.26 s (lists and watches
+# apart). Both classes keep the configured count; apiserver-slow says itself
+# when more workers help.
+uaadv="more workers will not help, bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster"
+latadv="find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time"
+check ua-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	'API server (process)    100.00 requests/s, 0.240 of them failed for the server, single-object mean 0.0625s'
+check ua-at "bottleneck=apiserver-unavailable (the process's API requests failed for the server 0.250 >= 0.25)" "keep -workers 30: $uaadv"
+check ua-above "bottleneck=apiserver-unavailable (the process's API requests failed for the server 0.260 >= 0.25)" "keep -workers 30: $uaadv"
+check lat-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more"
+check lat-at 'bottleneck=apiserver-slow (single-object API request mean 0.250s >= 0.25)' "keep -workers 30: $latadv" \
+	'API server (process)    112.00 requests/s, 0.000 of them failed for the server, single-object mean 0.2500s'
+check lat-above 'bottleneck=apiserver-slow (single-object API request mean 0.260s >= 0.25)' "keep -workers 30: $latadv"
+# Every request of the process failed, but its queue has no client series
+# (its reconciles make no API calls): not the API server's class.
+check ua-no-client "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	"API server (process)    100.00 requests/s, 1.000 of them failed for the server, single-object mean 0.0625s (no client series: not this queue's class)"
+# 4xx answers and canceled requests, 60% of them: none failed for the server.
+check ua-client-errors "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	'API server (process)    100.00 requests/s, 0.000 of them failed for the server, single-object mean 0.0625s'
 
 if [ "$failures" -gt 0 ]; then
 	echo "queue-figures_test.sh: $failures failed expectations in $cases cases" >&2

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -92,11 +93,23 @@ func (w Window) String() string {
 		}
 		fmt.Fprintf(&b, " sched-p99=%v", c.SchedLatencyP99)
 	}
-	if w.Reconciles == 0 {
-		return b.String() // nothing finished: nothing to classify
+	if a := w.APIServer; a.Known {
+		fmt.Fprintf(&b, " apiserver-failed=%.2f", a.Unavailable)
+		if a.LatencyKnown {
+			fmt.Fprintf(&b, " apiserver-latency=%v", a.Latency.Round(100*time.Microsecond))
+		}
 	}
-	law := w.LittlesLaw()
 	v := w.Classify()
+	law := w.LittlesLaw()
+	if w.Reconciles == 0 {
+		// Nothing finished: nothing to classify, but a control plane that
+		// fails or stalls the requests (which is why nothing finished),
+		// with the configured count kept.
+		if v.Class != bottleneck.APIServerUnavailable && v.Class != bottleneck.APIServerSlow {
+			return b.String()
+		}
+		law = w.Workers
+	}
 	fmt.Fprintf(&b, " %s %s", split(w.Client), verdict(v))
 	switch rec := v.Recommend(w.Workers, law); {
 	case v.Class == bottleneck.Workers:
@@ -152,6 +165,11 @@ func verdict(v bottleneck.Verdict) string {
 		return fmt.Sprintf("bottleneck=%s (limiter %.2f of work time %s %g: raise -kube-qps/-kube-burst, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
 	case bottleneck.Errors:
 		return fmt.Sprintf("bottleneck=%s (backoff retries %.2f of adds %s %g: fix the reconcile, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
+	case bottleneck.APIServerUnavailable:
+		return fmt.Sprintf("bottleneck=%s (failed %.2f of API requests %s %g: the control plane is down or failing; the queue drains once it is back, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
+	case bottleneck.APIServerSlow:
+		return fmt.Sprintf("bottleneck=%s (%v per API request %s %v: a slow API server (a webhook, etcd); more workers help only while it has room: try a step and watch the work time)",
+			v.Class, time.Duration(v.Figure*float64(time.Second)).Round(100*time.Microsecond), r.Comparison(), time.Duration(r.Threshold*float64(time.Second)))
 	}
 	return v.String()
 }
@@ -320,6 +338,9 @@ type Reading struct {
 	Workload   WorkloadStats
 	Limiter    LimiterStats
 	Client     otelqueue.ClientStats
+	// Server is how the API server answered the process's instrumented
+	// clients (kubeclient.ServerStats), read with Client.
+	Server bottleneck.APIServerCounters
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
 	Adaptive   otelqueue.AdaptiveStats
 	AdaptiveOK bool
@@ -341,6 +362,7 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	}
 	if m.Client != nil {
 		r.Client = m.Client()
+		r.Server = kubeclient.ServerStats()
 	}
 	if m.Errors != nil {
 		r.Errors = m.Errors()
@@ -378,6 +400,11 @@ func (m *Meter) Line(prev, cur Reading) string {
 			Work: c.Work - pc.Work, Used: c.Attempts > pc.Attempts,
 			RateLimiterWait: c.RateLimiterWait - pc.RateLimiterWait, RequestTime: c.RequestTime - pc.RequestTime,
 			RetryAfterWait: c.RetryAfterWait - pc.RetryAfterWait,
+		}
+		// The API server's figures count for a queue whose reconciles
+		// call it.
+		if c.Attempts > 0 {
+			load.APIServer = bottleneck.APIServerBetween(prev.Server, cur.Server)
 		}
 	}
 	line := pool + fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",

@@ -33,11 +33,16 @@ const Header = "GENERATED from %s.tmpl and the table of package bottleneck by in
 // rules.yml that holds it, and how the rule compares it: "%s" is the
 // comparison and threshold (">= 0.9").
 var promSeries = map[bottleneck.Signal]string{
-	bottleneck.SignalCPUUtilization:   "queue:process_cpu_utilization:ratio_rate5m %s",
-	bottleneck.SignalCPUThrottled:     "queue:process_cpu_throttled:ratio_rate5m %s",
-	bottleneck.SignalRetryAfterShare:  "queue:workqueue_client_retry_after:share_rate5m %s",
-	bottleneck.SignalRateLimiterShare: "queue:workqueue_client_rate_limiter:share_rate5m %s",
-	bottleneck.SignalErrorRetries:     "queue:workqueue_backoff_retries:ratio_rate5m %s",
+	// The API server's signals are the process's, joined onto only the
+	// queues that have client series (a queue that makes no API calls is
+	// never classified by the API server).
+	bottleneck.SignalAPIServerUnavailable: "queue:process_apiserver_unavailable:ratio_rate5m %s",
+	bottleneck.SignalCPUUtilization:       "queue:process_cpu_utilization:ratio_rate5m %s",
+	bottleneck.SignalCPUThrottled:         "queue:process_cpu_throttled:ratio_rate5m %s",
+	bottleneck.SignalRetryAfterShare:      "queue:workqueue_client_retry_after:share_rate5m %s",
+	bottleneck.SignalRateLimiterShare:     "queue:workqueue_client_rate_limiter:share_rate5m %s",
+	bottleneck.SignalAPIServerLatency:     "queue:process_apiserver_latency:mean_rate5m %s",
+	bottleneck.SignalErrorRetries:         "queue:workqueue_backoff_retries:ratio_rate5m %s",
 	// The workers class's value is Little's law itself: the threshold is
 	// a factor of the configured count.
 	bottleneck.SignalWorkersNeeded: "queue:workqueue_littles_law_workers:rate5m %s * queue:workqueue_workers:sum",
@@ -46,6 +51,7 @@ var promSeries = map[bottleneck.Signal]string{
 // awkSignals is, for each signal, the name queue-figures.sh computes it
 // under (its val[] and known[] arrays).
 var awkSignals = map[bottleneck.Signal]bool{
+	bottleneck.SignalAPIServerUnavailable: true, bottleneck.SignalAPIServerLatency: true,
 	bottleneck.SignalCPUUtilization: true, bottleneck.SignalCPUThrottled: true,
 	bottleneck.SignalRetryAfterShare: true, bottleneck.SignalRateLimiterShare: true,
 	bottleneck.SignalErrorRetries: true, bottleneck.SignalWorkersNeeded: true,
@@ -144,12 +150,14 @@ func Render(path, tmpl string) ([]byte, error) {
 		return nil, fmt.Errorf("rulesgen: %s.tmpl: %w", path, err)
 	}
 	data := map[string]float64{
-		"CPUUtilizationShare": bottleneck.CPUUtilizationShare,
-		"CPUThrottledShare":   bottleneck.CPUThrottledShare,
-		"DownstreamShare":     bottleneck.DownstreamShare,
-		"ErrorRetriesShare":   bottleneck.ErrorRetriesShare,
-		"TargetUtilization":   bottleneck.TargetUtilization,
-		"SaturatedAt":         bottleneck.SaturatedAt,
+		"APIServerUnavailableShare": bottleneck.APIServerUnavailableShare,
+		"APIServerSlowLatency":      bottleneck.APIServerSlowLatency,
+		"CPUUtilizationShare":       bottleneck.CPUUtilizationShare,
+		"CPUThrottledShare":         bottleneck.CPUThrottledShare,
+		"DownstreamShare":           bottleneck.DownstreamShare,
+		"ErrorRetriesShare":         bottleneck.ErrorRetriesShare,
+		"TargetUtilization":         bottleneck.TargetUtilization,
+		"SaturatedAt":               bottleneck.SaturatedAt,
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {

@@ -54,11 +54,13 @@ func TestGenerated(t *testing.T) {
 // rules_test.yml and queue-figures_test.sh just below its threshold, at it
 // and just above it, every other signal neutral.
 var boundaryCases = map[bottleneck.Signal][3]string{
-	bottleneck.SignalCPUUtilization:   {"cpu-below", "cpu-at", "cpu-above"},
-	bottleneck.SignalCPUThrottled:     {"thr-below", "thr-at", "thr-above"},
-	bottleneck.SignalRetryAfterShare:  {"ra-below", "ra-at", "ra-above"},
-	bottleneck.SignalRateLimiterShare: {"rl-below", "rl-at", "rl-above"},
-	bottleneck.SignalErrorRetries:     {"err-below", "err-at", "err-above"},
+	bottleneck.SignalAPIServerUnavailable: {"ua-below", "ua-at", "ua-above"},
+	bottleneck.SignalAPIServerLatency:     {"lat-below", "lat-at", "lat-above"},
+	bottleneck.SignalCPUUtilization:       {"cpu-below", "cpu-at", "cpu-above"},
+	bottleneck.SignalCPUThrottled:         {"thr-below", "thr-at", "thr-above"},
+	bottleneck.SignalRetryAfterShare:      {"ra-below", "ra-at", "ra-above"},
+	bottleneck.SignalRateLimiterShare:     {"rl-below", "rl-at", "rl-above"},
+	bottleneck.SignalErrorRetries:         {"err-below", "err-at", "err-above"},
 	// Little's law one under the configured count is no case of its own:
 	// equal to it is the threshold (1), one more is above.
 	bottleneck.SignalWorkersNeeded: {"", "ll-equal", "ll-more"},

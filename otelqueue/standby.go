@@ -1,0 +1,92 @@
+package otelqueue
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// WithStandby makes the queue standby until active is closed: a replica
+// whose workers may not run yet, such as a controller-runtime manager that
+// has not won its leader election (pass mgr.Elected()). A warm standby
+// (controller-runtime's EnableWarmup) starts its sources and fills its
+// queue meanwhile, and its keys wait for leadership, not for a worker.
+//
+// While the queue is standby, the gauge workqueue.standby is 1 (0 once
+// active; a queue without WithStandby has none), Instrumentation.Standby
+// reports true, and an adaptive pool decides nothing. A key that became
+// ready before the queue became active has its queue wait counted from that
+// moment: the histogram and the adaptive pool see the wait for a worker
+// only, and the key's "queued" span, which still starts at its enqueue,
+// has an "active" event where the standby ended. The recording rules give
+// no class, recommendation or alert for a standby queue.
+//
+// A nil channel is refused: without one the queue is active from the
+// start, which is the default.
+func WithStandby(active <-chan struct{}) Option {
+	return optionFunc(func(c *config) {
+		if active == nil {
+			c.errs = append(c.errs, errors.New("otelqueue: WithStandby needs the channel closed when the queue becomes active (controller-runtime's mgr.Elected()), got nil; leave the option out for a queue active from the start"))
+			return
+		}
+		c.standby = active
+	})
+}
+
+// EventActive is the event of a "queued" span whose key became ready while
+// the queue was standby (WithStandby): where the standby ended and the wait
+// for a worker began.
+const EventActive = "active"
+
+// standby is a queue's standby state: standby until activeAt is set.
+type standby struct {
+	activeAt atomic.Int64 // UnixNano of the scheduler clock's time it became active; 0: standby
+}
+
+// isStandby reports whether the queue is still standby; a nil standby (no
+// WithStandby) never is.
+func (s *standby) isStandby() bool { return s != nil && s.activeAt.Load() == 0 }
+
+// activeSince returns when the queue became active, and false while it is
+// standby or for a nil standby.
+func (s *standby) activeSince() (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
+	}
+	at := s.activeAt.Load()
+	if at == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, at), true
+}
+
+// activate records that the queue became active at now; only the first
+// call counts.
+func (s *standby) activate(now time.Time) {
+	at := now.UnixNano()
+	if at == 0 {
+		at = 1 // the zero value means standby
+	}
+	s.activeAt.CompareAndSwap(0, at)
+}
+
+// wait returns the wait for a worker of a key ready at ready and handed
+// out at dequeued, and the time of it before the queue became active
+// (zero when none: also for a nil standby) with that moment: the standby
+// part is not waiting for a worker.
+func (s *standby) wait(ready, dequeued time.Time) (wait, standbyPart time.Duration, activeAt time.Time) {
+	if at, ok := s.activeSince(); ok && ready.Before(at) && !dequeued.Before(at) {
+		return dequeued.Sub(at), at.Sub(ready), at
+	}
+	return dequeued.Sub(ready), 0, time.Time{}
+}
+
+// watch activates s when active is closed, until stop is closed; now reads
+// the scheduler's clock.
+func (s *standby) watch(active, stop <-chan struct{}, now func() time.Time) {
+	select {
+	case <-active:
+		s.activate(now())
+	case <-stop:
+	}
+}

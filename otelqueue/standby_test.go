@@ -1,0 +1,157 @@
+package otelqueue_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// waitFor polls cond (real time, a guard against hangs, not a
+// measurement): the standby's watcher runs in its own goroutine.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// standbyGauge returns the workqueue.standby point, and false when there is
+// none.
+func standbyGauge(t *testing.T, e *env) (int64, bool) {
+	t.Helper()
+	for _, sm := range e.collect(t).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == otelqueue.MetricStandby {
+				pts := m.Data.(metricdata.Gauge[int64]).DataPoints
+				if len(pts) != 1 {
+					t.Fatalf("%s: %d points, want 1", m.Name, len(pts))
+				}
+				return pts[0].Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// TestStandbyWait: a warm standby fills its queue while its workers wait
+// for leadership (controller-runtime's EnableWarmup). The keys' wait for a
+// worker counts from when the queue became active, not from when they were
+// ready: an hour of standby is not an hour of queue wait. The queued span
+// still starts at the enqueue, with an "active" event where the standby
+// ended; the gauge says standby (1) until then, and active (0) after.
+func TestStandbyWait(t *testing.T) {
+	elected := make(chan struct{})
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithStandby(elected)}})
+	if v, ok := standbyGauge(t, e); !ok || v != 1 || !e.inst.Standby() {
+		t.Fatalf("before the election: gauge %d (reported %v), Standby() %v; want 1 and true", v, ok, e.inst.Standby())
+	}
+	e.q.Add("a") // t0
+	e.step(time.Hour)
+	close(elected) // t0+1h
+	waitFor(t, "the queue to become active", func() bool { return !e.inst.Standby() })
+	e.step(2 * time.Second)
+	e.q.Add("b") // ready after the election
+	e.step(time.Second)
+	e.getKey(t, "a")
+	e.q.Done("a")
+	e.getKey(t, "b")
+	e.q.Done("b")
+
+	rm := e.collect(t)
+	p := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration))
+	// a: 3 s from the election (not 1 h 3 s); b: 1 s from its add.
+	if maxV, ok := p.Max.Value(); p.Count != 2 || p.Sum != 4 || !ok || maxV != 3 {
+		t.Errorf("queue wait: count %d, sum %v, max %v; want 2 waits of 3 s and 1 s", p.Count, p.Sum, p.Max)
+	}
+	if v, ok := standbyGauge(t, e); !ok || v != 0 {
+		t.Errorf("after the election: gauge %d (reported %v), want 0", v, ok)
+	}
+	_, queued, _ := attemptSpans(t, e.sr.Ended(), "a", 1)
+	assertTimes(t, queued, t0, t0.Add(time.Hour+3*time.Second))
+	var active []time.Time
+	for _, ev := range queued.Events() {
+		if ev.Name == otelqueue.EventActive {
+			active = append(active, ev.Time)
+		}
+	}
+	if len(active) != 1 || !active[0].Equal(t0.Add(time.Hour)) {
+		t.Errorf("the queued span of a key ready during the standby: %s events at %v, want one at the election", otelqueue.EventActive, active)
+	}
+	_, queuedB, _ := attemptSpans(t, e.sr.Ended(), "b", 1)
+	for _, ev := range queuedB.Events() {
+		if ev.Name == otelqueue.EventActive {
+			t.Errorf("the queued span of a key ready after the election has an %s event", ev.Name)
+		}
+	}
+}
+
+// TestStandbyAbsentAndRefused: a queue without WithStandby has no standby
+// gauge and is never standby; a nil channel is refused with an error that
+// says what to pass; Stop ends the watcher of a standby never elected
+// (goleak in TestMain checks it), and Standby on a nil Instrumentation is
+// false.
+func TestStandbyAbsentAndRefused(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	if _, ok := standbyGauge(t, e); ok || e.inst.Standby() {
+		t.Errorf("a queue without WithStandby reports standby")
+	}
+	q := scheduler.New(scheduler.Config[string]{Name: "refused"})
+	defer q.ShutDown()
+	if _, err := otelqueue.Instrument(q, otelqueue.WithStandby(nil)); err == nil || !strings.Contains(err.Error(), "mgr.Elected()") {
+		t.Errorf("WithStandby(nil): %v, want an error naming mgr.Elected()", err)
+	}
+	never := make(chan struct{})
+	inst, err := otelqueue.Instrument(q, otelqueue.WithStandby(never))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inst.Standby() {
+		t.Errorf("not standby before its channel is closed")
+	}
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Stop(); err != nil {
+		t.Errorf("a second Stop: %v", err)
+	}
+	var none *otelqueue.Instrumentation
+	if none.Standby() {
+		t.Errorf("a nil Instrumentation is standby")
+	}
+}
+
+// TestStandbyPoolIdle: an adaptive pool decides nothing while its queue is
+// standby (a load that grows it otherwise changes nothing), and decides
+// again once the queue is active.
+func TestStandbyPoolIdle(t *testing.T) {
+	clk := newTickClock()
+	logs := new(logRecords)
+	elected := make(chan struct{})
+	e := newEnv(t, envConfig{
+		sched: scheduler.Config[string]{Clock: clk},
+		opts: []otelqueue.Option{otelqueue.WithStandby(elected), otelqueue.AdaptiveWorkers{
+			Min: 1, Max: 16, Start: 2, Interval: time.Second, Logger: slog.New(logs),
+		}},
+	})
+	a := &adaptiveEnv{env: e, clk: clk, logs: logs, d: &driver{t: t, q: e.q, clk: clk}}
+	a.grow(t)
+	if st := a.stats(t); st.Changes != 0 || st.Limit != 2 {
+		t.Fatalf("standby, under a load that needs 20: %+v; want no change from 2", st)
+	}
+	close(elected)
+	waitFor(t, "the queue to become active", func() bool { return !e.inst.Standby() })
+	a.grow(t)
+	if st := a.stats(t); st.Changes == 0 || st.Limit <= 2 {
+		t.Errorf("active, under the same load: %+v; want grown from 2", st)
+	}
+}
