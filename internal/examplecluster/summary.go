@@ -250,6 +250,10 @@ type Writes struct {
 	// CPUBound says the process used the CPU it has (the queue's class was
 	// cpu): the workload, in the same process, shares it.
 	CPUBound bool
+	// Events is the number of adds the queue took in the interval (adds,
+	// coalesced adds and retries): with writes done and none, the
+	// controller is blind.
+	Events uint64
 }
 
 // Behind returns why the workload falls behind its schedule (its backlog
@@ -289,6 +293,13 @@ func (w Writes) String() string {
 			s += ";"
 		}
 		s += fmt.Sprintf(" catching up: %d more writes than requested, overdue from earlier intervals", w.Done-w.Requested)
+	}
+	if w.Done > 0 && w.Events == 0 {
+		// The API server accepted the workload's writes and no event of
+		// them reached the queue: its informers are not watching
+		// (reconnecting after the API server came back: client-go's
+		// reflector backoff, docs/tuning.md), not an idle queue.
+		s += fmt.Sprintf(" blind: %d writes accepted, no event received", w.Done)
 	}
 	return s
 }
@@ -427,6 +438,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 			WorkloadQPS:   qps, WorkloadBurst: burst,
 			CPUBound: load.Reconciles > 0 && load.Classify().Class == bottleneck.CPU,
 		}
+		w.Events = load.Adds + load.Coalesced + load.Retries
 		line += " " + w.String()
 	}
 	return line

@@ -124,8 +124,15 @@ func TestWritesBehind(t *testing.T) {
 			"writes/s=28.0/20.0 catching up: 40 more writes than requested, overdue from earlier intervals"},
 		{"catching up, still behind", Writes{Seconds: 5, Requested: 100, Done: 120, Backlog: 80, Slack: 50, Busy: 5 * time.Second},
 			"writes/s=24.0/20.0 behind: each write takes 41.7ms (a slow API server?); catching up: 20 more writes than requested"},
+		{"blind", Writes{Seconds: 5, Requested: 100, Done: 99, Slack: 10, Events: 0}, ""},
 	} {
+		if tc.name != "blind" && tc.w.Done > 0 {
+			tc.w.Events = tc.w.Done // the queue saw the writes
+		}
 		s := tc.w.String()
+		if blind := strings.Contains(s, " blind: "); blind != (tc.name == "blind") {
+			t.Errorf("%s: %q says blind: %v; want it for writes done and no event only", tc.name, s, blind)
+		}
 		if tc.want == "" && strings.Contains(s, "behind") || tc.want != "" && !strings.Contains(s, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, s, tc.want)
 		}
