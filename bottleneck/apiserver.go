@@ -12,12 +12,32 @@ type APIServerCounters struct {
 	Requests, Unavailable uint64
 	// LastUnavailable says whether the last round trip to end failed so.
 	LastUnavailable bool
-	// Objects is the single-object round trips (get, create, update,
-	// patch, delete) that ended; ObjectTime the time spent in them, those
-	// in flight included up to the reading; ObjectsInFlight those in flight.
-	Objects         uint64
-	ObjectTime      time.Duration
-	ObjectsInFlight int
+	// Reads are the single-object reads (get), Writes the single-object
+	// writes (create, update, patch, delete): apart, since what slows one
+	// (an admission webhook slows writes only) is diluted in their mean.
+	Reads, Writes ObjectRoundTrips
+}
+
+// ObjectRoundTrips count single-object round trips of one kind.
+type ObjectRoundTrips struct {
+	// Ended is the round trips that ended; Time the time spent in them,
+	// those in flight included up to the reading; InFlight those in flight.
+	Ended    uint64
+	Time     time.Duration
+	InFlight int
+}
+
+// mean returns the time in the round trips between a and b per round trip
+// that ended between them or is in flight at b, and false when none.
+func (b ObjectRoundTrips) mean(a ObjectRoundTrips) (time.Duration, bool) {
+	if b.Ended < a.Ended {
+		return 0, false
+	}
+	n := b.Ended - a.Ended + uint64(max(0, b.InFlight))
+	if n == 0 {
+		return 0, false
+	}
+	return max(0, b.Time-a.Time) / time.Duration(n), true
 }
 
 // APIServerUse is how the API server answered over a window.
@@ -31,10 +51,11 @@ type APIServerUse struct {
 	// failed (an API server that refuses connections, while informers wait
 	// out their backoff), else 0.
 	Unavailable float64
-	// Latency is the time spent in single-object round trips over the
-	// window, per round trip that ended in it or is in flight at its end:
-	// their mean time, which round trips stalled in flight raise while they
-	// last. LatencyKnown says whether there was any.
+	// Latency is the time spent in single-object reads over the window,
+	// per read that ended in it or is in flight at its end, or the same of
+	// the writes if more: the mean time of the slower kind, which round
+	// trips stalled in flight raise while they last. LatencyKnown says
+	// whether there was any.
 	Latency      time.Duration
 	LatencyKnown bool
 }
@@ -44,7 +65,7 @@ type APIServerUse struct {
 // of one process in order, or no request was made.
 func APIServerBetween(a, b APIServerCounters) APIServerUse {
 	var u APIServerUse
-	if b.Requests < a.Requests || b.Objects < a.Objects || b.Requests == 0 && b.ObjectsInFlight == 0 {
+	if b.Requests < a.Requests || b.Requests == 0 && b.Reads.InFlight == 0 && b.Writes.InFlight == 0 {
 		return u
 	}
 	u.Known = true
@@ -54,9 +75,8 @@ func APIServerBetween(a, b APIServerCounters) APIServerUse {
 	case b.LastUnavailable:
 		u.Unavailable = 1
 	}
-	if n := b.Objects - a.Objects + uint64(max(0, b.ObjectsInFlight)); n > 0 {
-		u.Latency = max(0, b.ObjectTime-a.ObjectTime) / time.Duration(n)
-		u.LatencyKnown = true
-	}
+	r, rok := b.Reads.mean(a.Reads)
+	w, wok := b.Writes.mean(a.Writes)
+	u.Latency, u.LatencyKnown = max(r, w), rok || wok
 	return u
 }

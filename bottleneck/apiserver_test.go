@@ -7,25 +7,39 @@ import (
 
 // TestAPIServerBetween: the share of the window's round trips that failed,
 // or the last one's failure when none ended; the time in single-object
-// round trips per round trip ended or in flight, so that requests stalled
-// in flight read as slow while they last.
+// round trips per round trip ended or in flight, of the reads and of the
+// writes apart, the slower kind's, so that requests stalled in flight read
+// as slow while they last, and writes slowed by a webhook are not diluted
+// by fast reads.
 func TestAPIServerBetween(t *testing.T) {
-	base := APIServerCounters{Requests: 100, Unavailable: 2, Objects: 80, ObjectTime: 800 * time.Millisecond}
+	rw := func(reads, readMs, writes, writeMs uint64) (ObjectRoundTrips, ObjectRoundTrips) {
+		return ObjectRoundTrips{Ended: reads, Time: time.Duration(readMs) * time.Millisecond},
+			ObjectRoundTrips{Ended: writes, Time: time.Duration(writeMs) * time.Millisecond}
+	}
+	base := APIServerCounters{Requests: 100, Unavailable: 2}
+	base.Reads, base.Writes = rw(40, 400, 40, 400)
+	with := func(requests, unavailable uint64, last bool, reads, readMs, writes, writeMs uint64) APIServerCounters {
+		c := APIServerCounters{Requests: requests, Unavailable: unavailable, LastUnavailable: last}
+		c.Reads, c.Writes = rw(reads, readMs, writes, writeMs)
+		return c
+	}
+	stalled := with(100, 2, false, 40, 2400, 40, 2400)
+	stalled.Reads.InFlight, stalled.Writes.InFlight = 2, 2
 	for _, tc := range []struct {
 		name string
 		b    APIServerCounters
 		want APIServerUse
 	}{
-		{"healthy: 40 round trips of 10ms", APIServerCounters{Requests: 140, Unavailable: 2, Objects: 120, ObjectTime: 1200 * time.Millisecond},
+		{"healthy: 40 round trips of 10ms", with(140, 2, false, 60, 600, 60, 600),
 			APIServerUse{Known: true, Latency: 10 * time.Millisecond, LatencyKnown: true}},
-		{"down: 10 of 10 refused", APIServerCounters{Requests: 110, Unavailable: 12, LastUnavailable: true, Objects: 80, ObjectTime: 800 * time.Millisecond},
+		{"down: 10 of 10 refused", with(110, 12, true, 40, 400, 40, 400),
 			APIServerUse{Known: true, Unavailable: 1}},
-		{"down, the informers in their backoff: none ended, the last failed", APIServerCounters{Requests: 100, Unavailable: 2, LastUnavailable: true, Objects: 80, ObjectTime: 800 * time.Millisecond},
+		{"down, the informers in their backoff: none ended, the last failed", with(100, 2, true, 40, 400, 40, 400),
 			APIServerUse{Known: true, Unavailable: 1}},
 		{"quiet: none ended, the last succeeded", base, APIServerUse{Known: true}},
-		{"stalled: 4 in flight for the whole second", APIServerCounters{Requests: 100, Unavailable: 2, Objects: 80, ObjectTime: 4800 * time.Millisecond, ObjectsInFlight: 4},
+		{"stalled: 2 reads and 2 writes in flight for the whole second", stalled,
 			APIServerUse{Known: true, Latency: time.Second, LatencyKnown: true}},
-		{"a slow webhook: 10 writes of 500ms", APIServerCounters{Requests: 110, Unavailable: 2, Objects: 90, ObjectTime: 5800 * time.Millisecond},
+		{"a slow webhook: 10 writes of 500ms beside 10 reads of 5ms", with(120, 2, false, 50, 450, 50, 5400),
 			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
 		{"readings out of order", APIServerCounters{Requests: 50}, APIServerUse{}},
 	} {

@@ -68,7 +68,8 @@ const (
 	// limiter over that work time.
 	SignalRateLimiterShare Signal = "rate_limiter_share"
 	// SignalAPIServerLatency is the mean time of the process's
-	// single-object API round trips, in seconds (APIServerUse.Latency).
+	// single-object API reads, or of its writes if more, in seconds
+	// (APIServerUse.Latency).
 	SignalAPIServerLatency Signal = "apiserver_latency"
 	// SignalErrorRetries is the adds through the rate limiter's backoff
 	// (scheduler.Stats Retries − DelayedAdds) over the adds that made a key
@@ -161,7 +162,7 @@ var rules = [...]Rule{
 	},
 	{
 		Class: APIServerSlow, Signal: SignalAPIServerLatency, Threshold: APIServerSlowLatency, Inclusive: true,
-		Holds:  "the process's single-object API requests took at least 250 ms on average, without the API server's 429s",
+		Holds:  "the process's single-object API reads or writes took at least 250 ms on average, without the API server's 429s",
 		Change: "find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time",
 	},
 	{

@@ -82,13 +82,13 @@ func TestServerStats(t *testing.T) {
 	if !mid.LastUnavailable {
 		t.Errorf("the last round trip, a 503, not recorded as the last unavailable")
 	}
-	if got := mid.Objects - before.Objects; got != 4 {
-		t.Errorf("%d single-object round trips, want 4", got)
+	if got := mid.Reads.Ended - before.Reads.Ended; got != 4 {
+		t.Errorf("%d single-object reads, want 4", got)
 	}
 	if _, err := cms.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := kubeclient.ServerStats(); got.Objects != mid.Objects || got.ObjectTime-mid.ObjectTime > time.Millisecond {
+	if got := kubeclient.ServerStats(); got.Reads.Ended != mid.Reads.Ended || got.Reads.Time-mid.Reads.Time > time.Millisecond {
 		t.Errorf("a list counted as a single-object round trip: %+v after %+v", got, mid)
 	}
 
@@ -99,8 +99,8 @@ func TestServerStats(t *testing.T) {
 	a := kubeclient.ServerStats()
 	time.Sleep(50 * time.Millisecond) // the stall the figures must see
 	b := kubeclient.ServerStats()
-	if a.ObjectsInFlight != 1 || b.ObjectsInFlight != 1 {
-		t.Errorf("in flight: %d then %d, want 1", a.ObjectsInFlight, b.ObjectsInFlight)
+	if a.Reads.InFlight != 1 || b.Reads.InFlight != 1 {
+		t.Errorf("in flight: %d then %d, want 1", a.Reads.InFlight, b.Reads.InFlight)
 	}
 	if u := bottleneck.APIServerBetween(a, b); !u.Known || !u.LatencyKnown || u.Latency < 50*time.Millisecond {
 		t.Errorf("a round trip stalled for 50ms: %+v, want a latency of at least 50ms", u)
@@ -109,8 +109,8 @@ func TestServerStats(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if c := kubeclient.ServerStats(); c.ObjectsInFlight != 0 {
-		t.Errorf("%d in flight after the round trip ended", c.ObjectsInFlight)
+	if c := kubeclient.ServerStats(); c.Reads.InFlight != 0 {
+		t.Errorf("%d in flight after the round trip ended", c.Reads.InFlight)
 	}
 
 	// The caller's cancellation is not the server's failure; a refused

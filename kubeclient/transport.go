@@ -92,9 +92,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := parseRequest(req.Method, req.URL.Path, req.URL.RawQuery, traced)
 	k := metricKey{method: req.Method, verb: r.verb, group: r.group, resource: r.resource}
 	k.host, k.port = splitHostPort(req.URL)
-	object := singleObject(r.verb)
+	object, write := singleObject(r.verb)
 	if object {
-		clientwork.ObjectBegin(start)
+		clientwork.ObjectBegin(write, start)
 	}
 
 	var span trace.Span
@@ -132,7 +132,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	k.errorType = errorType(err, k.code)
 	if object {
-		clientwork.ObjectEnd(start, d)
+		clientwork.ObjectEnd(write, start, d)
 	}
 	clientwork.RoundTripEnded(unavailable(err, k.code))
 	throttled := k.code == http.StatusTooManyRequests
@@ -204,15 +204,18 @@ func unavailable(err error, code int) bool {
 	return code >= 500
 }
 
-// singleObject says whether verb acts on one object: the round trips whose
+// singleObject says whether verb acts on one object, the round trips whose
 // time says how fast the API server answers (a list's grows with the
-// collection, a watch's round trip ends at its first byte).
-func singleObject(verb string) bool {
+// collection, a watch's round trip ends at its first byte), and whether it
+// writes it.
+func singleObject(verb string) (object, write bool) {
 	switch verb {
-	case "get", "create", "update", "patch", "delete":
-		return true
+	case "get":
+		return true, false
+	case "create", "update", "patch", "delete":
+		return true, true
 	}
-	return false
+	return false, false
 }
 
 // method is the http.request.method attribute: the known methods as they

@@ -13,7 +13,14 @@
 // otelqueue's signals show then; and run both examples with an adaptive
 // worker pool (-adaptive-workers) against a client limit and against that
 // throttling server, where the pool must not grow, and on the embedded
-// cluster through a surge of load, where it must grow and come back down.
+// cluster through a surge of load, where it must grow and come back down;
+// and, on a control plane of its own, run four examples at once (both, fixed
+// and adaptive) through faults (TestControlPlaneFaults): kube-apiserver
+// killed and restarted on its port, certificates and etcd; etcd stopped for
+// 15 s; etcd killed and restarted on its data dir; a validating webhook that
+// answers each write in 500 ms; checking that they exit 0, converge, resume,
+// name the control plane as the class, recommend no more workers than run
+// and do not grow an adaptive pool during a fault.
 // The table of those runs goes to stderr
 // (which go test shows with -v or on a failure) and, with
 // OTELQUEUE_E2E_REPORT set, to that file, which make test-apiserver prints.

@@ -64,9 +64,13 @@ func TestParseSummary(t *testing.T) {
 			writes: 28, requested: 20, catchingUp: "catching up: 40 more writes than requested, overdue from earlier intervals"},
 		"writes/s=24.0/20.0 behind: each write takes 40ms (a slow API server?); catching up: 20 more writes than requested, overdue from earlier intervals": {
 			writes: 24, requested: 20, behind: "each write takes 40ms (a slow API server?)", hasBehind: true, catchingUp: "catching up: 20 more writes than requested, overdue from earlier intervals"},
+		"writes/s=20.0/20.0 blind: 20 writes accepted, no event received": {
+			writes: 20, requested: 20, blind: "blind: 20 writes accepted, no event received"},
+		"writes/s=30.0/20.0 catching up: 10 more writes than requested, overdue from earlier intervals blind: 30 writes accepted, no event received": {
+			writes: 30, requested: 20, catchingUp: "catching up: 10 more writes than requested, overdue from earlier intervals", blind: "blind: 30 writes accepted, no event received"},
 	} {
 		s, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=20.0 retries/s=0.0 reconciles/s=20.0 errors/s=0.0 utilization=0.20 coalesced/s=0.0 " + line)
-		if !ok || !s.hasWrites || s.writes != want.writes || s.requested != want.requested || s.behind != want.behind || s.hasBehind != want.hasBehind || s.catchingUp != want.catchingUp {
+		if !ok || !s.hasWrites || s.writes != want.writes || s.requested != want.requested || s.behind != want.behind || s.hasBehind != want.hasBehind || s.catchingUp != want.catchingUp || s.blind != want.blind {
 			t.Errorf("parseSummary(%q) = %+v, %v", line, s, ok)
 		}
 	}

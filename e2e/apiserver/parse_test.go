@@ -19,6 +19,7 @@ type summary struct {
 	writes, requested    float64 // the workload's, per second
 	behind               string  // why the workload fell behind, if it did
 	catchingUp           string  // "catching up: ..." when it did more than requested
+	blind                string  // "blind: ..." when the queue took no add of the writes
 	depth, inFlight      int
 	hasWrites, hasBehind bool
 	// bottleneck is the line's class (bottleneck=<class>), "" when the
@@ -40,8 +41,9 @@ type summary struct {
 var (
 	summaryRe = regexp.MustCompile(`queue \S+: depth=(\d+) .*in_flight=(\d+) .*adds/s=([\d.]+) retries/s=([\d.]+) reconciles/s=([\d.]+) errors/s=([\d.]+) utilization=([\d.]+)`)
 	// The writes, then "behind: <reason>", "catching up: ..." or both
-	// ("behind: <reason>; catching up: ...").
-	writesRe = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.+?))?(?:;? (catching up: .+))?$`)
+	// ("behind: <reason>; catching up: ..."), then "blind: ..." when the
+	// queue took no add of them.
+	writesRe = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.+?))?(?:;? (catching up: .+?))?(?: (blind: .+))?$`)
 	classRe  = regexp.MustCompile(` bottleneck=(\S+) `)
 	// The adaptive pool's part, before adds/s: "workers=N (adaptive
 	// MIN..MAX[, ceiling C], last: REASON, K change[s])" or "workers=N
@@ -81,6 +83,7 @@ func parseSummary(line string) (summary, bool) {
 		s.writes, s.requested = atof(w[1]), atof(w[2])
 		s.behind, s.hasBehind = w[3], w[3] != ""
 		s.catchingUp = w[4]
+		s.blind = w[5]
 	}
 	return s, true
 }

@@ -76,16 +76,17 @@ function padd(k, v) {
 # label), summed per scrape: all that ended; those that failed for the API
 # server, whose error_type is a 5xx or a transport error (not a 4xx answer,
 # not "canceled": the caller canceled it; "timeout" counts); the count and
-# the time of the single-object ones (get, create, update, patch, delete).
+# the count and the time of the single-object reads (get) and writes
+# (create, update, patch, delete), apart.
 /^http_client_request_duration_seconds_(count|sum)[{ ]/ {
-	split($1, p, "{"); e = label($1, "error_type")
-	obj = (label($1, "kubernetes_request_verb") ~ /^(get|create|update|patch|delete)$/)
+	split($1, p, "{"); e = label($1, "error_type"); v = label($1, "kubernetes_request_verb")
+	obj = (v == "get") ? "read" : (v ~ /^(create|update|patch|delete)$/) ? "write" : ""
 	if (p[1] == "http_client_request_duration_seconds_count") {
 		padd("api_requests", $2)
 		if (e != "" && e !~ /^4[0-9][0-9]$/ && e != "canceled") padd("api_unavailable", $2)
-		if (obj) padd("api_objects", $2)
-	} else if (obj) {
-		padd("api_object_seconds", $2)
+		if (obj != "") padd("api_" obj "s", $2)
+	} else if (obj != "") {
+		padd("api_" obj "_seconds", $2)
 	}
 	next
 }
@@ -128,7 +129,7 @@ function pdelta(m) { return pafter[m] - pbefore[m] }
 # Why the class holds, in words, with the threshold thr (">= 0.25").
 function why(sig, thr) {
 	if (sig == "apiserver_unavailable") return sprintf("the process'"'"'s API requests failed for the server %.3f %s", val[sig], thr)
-	if (sig == "apiserver_latency") return sprintf("single-object API request mean %.3fs %s", val[sig], thr)
+	if (sig == "apiserver_latency") return sprintf("single-object API read or write mean %.3fs %s", val[sig], thr)
 	if (sig == "workers_needed") return sprintf("Little'"'"'s-law workers %d > configured %d", ll, workers)
 	if (sig == "retry_after_share") return sprintf("Retry-After share %.3f %s", val[sig], thr)
 	if (sig == "rate_limiter_share") return sprintf("client rate-limiter share %.3f %s", val[sig], thr)
@@ -148,10 +149,13 @@ END {
 	periods = pafter["otelqueue_cpu_periods_total"] - pbefore["otelqueue_cpu_periods_total"]
 	throttled = pafter["otelqueue_cpu_throttled_periods_total"] - pbefore["otelqueue_cpu_throttled_periods_total"]
 	# How the API server answered the process: the share of its round trips
-	# that failed for the server, the mean time of a single-object one.
-	api_requests = pdelta("api_requests"); api_objects = pdelta("api_objects")
+	# that failed for the server; the mean time of a single-object read, or
+	# of a write if more (a webhook slows writes only).
+	api_requests = pdelta("api_requests"); api_reads = pdelta("api_reads"); api_writes = pdelta("api_writes")
+	api_objects = api_reads + api_writes
 	api_failed = (api_requests > 0) ? pdelta("api_unavailable") / api_requests : 0
-	api_latency = (api_objects > 0) ? pdelta("api_object_seconds") / api_objects : 0
+	api_latency = (api_reads > 0) ? pdelta("api_read_seconds") / api_reads : 0
+	if (api_writes > 0 && pdelta("api_write_seconds") / api_writes > api_latency) api_latency = pdelta("api_write_seconds") / api_writes
 	reconciles_all = 0
 	for (k in after) { split(k, f, SUBSEP); if (f[1] == "workqueue_work_duration_seconds_count") reconciles_all += after[k] - before[k] }
 	for (q in queues) {
@@ -230,7 +234,7 @@ END {
 		api_client = has(req_m, q)
 		if (api_requests > 0) {
 			printf "  API server (process)    %.2f requests/s, %.3f of them failed for the server", api_requests / secs, api_failed
-			if (api_objects > 0) printf ", single-object mean %.4fs", api_latency
+			if (api_objects > 0) printf ", single-object mean (the slower of reads and writes) %.4fs", api_latency
 			if (!api_client) printf " (no client series: not this queue'"'"'s class)"
 			printf "\n"
 		}
