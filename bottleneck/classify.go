@@ -26,8 +26,8 @@ type Figures struct {
 	ErrorRetries float64
 	AddsKnown    bool
 	// Workers is the configured worker count (0: unknown), LittlesLaw the
-	// count the load needs; WorkKnown says whether any reconcile finished,
-	// so that the mean work time, and Little's law, are known.
+	// count the load needs; WorkKnown says whether the mean work time, and
+	// so Little's law, are known (Window: at least MinReconciles finished).
 	Workers, LittlesLaw int
 	WorkKnown           bool
 	// Utilization is the workers' busy time over the time they had.

@@ -120,7 +120,7 @@ func (w Window) Figures() Figures {
 		APIServer:   w.APIServer,
 		Client:      w.Client.Used && w.Client.Work > 0,
 		Workers:     w.Workers,
-		WorkKnown:   w.Reconciles > 0,
+		WorkKnown:   w.Reconciles >= MinReconciles,
 		Utilization: w.Utilization(),
 	}
 	if f.Client {

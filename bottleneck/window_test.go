@@ -132,3 +132,21 @@ func TestProcessCPU(t *testing.T) {
 		t.Errorf("two reads of this process: %+v, want known figures", c)
 	}
 }
+
+// TestWindowFewReconciles: Little's law reads the mean work time of at
+// least MinReconciles reconciles: one attempt of 12.6 s that waited out a
+// throttled API server, alone in a 3 s window, recommends no 55 workers;
+// the same mean over MinReconciles does.
+func TestWindowFewReconciles(t *testing.T) {
+	w := Window{Duration: 3 * time.Second, Workers: 16, Adds: 9, Reconciles: 1, Busy: 12600 * time.Millisecond}
+	if v := w.Classify(); v.Class == Workers || v.MoreWorkers() && v.Class != None {
+		t.Errorf("one reconcile: %v, want no workers class", v)
+	}
+	if f := w.Figures(); f.WorkKnown {
+		t.Errorf("one reconcile: the work time known for Little's law")
+	}
+	w.Reconciles, w.Busy = MinReconciles, MinReconciles*12600*time.Millisecond
+	if v := w.Classify(); v.Class != Workers {
+		t.Errorf("%d reconciles of 12.6 s at 3 arrivals/s with 16 workers: %v, want workers", MinReconciles, v)
+	}
+}
