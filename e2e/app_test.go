@@ -270,14 +270,14 @@ func TestApp(t *testing.T) {
 	idle, congested := "e2e-idle-"+suffix, "e2e-congested-"+suffix
 
 	// Idle: 4 workers for 20 updates a second of 2 ms reconciles, with an
-	// adaptive pool, which shrinks them for low utilization after two of
-	// its 5 s intervals: the dashboard's adaptive panels have data. The
-	// app runs until the pool has logged its change, and 3 s more for the
-	// metrics to be exported (a fixed 13 s was too short once on a busy
-	// machine, where the pool had not decided yet).
+	// adaptive pool, which shrinks them for low utilization once its
+	// windows cover its shrink window (a minute: 12 of its 5 s intervals,
+	// the first of which may be extended to gather 20 reconciles): the
+	// dashboard's adaptive panels have data. The app runs until the pool
+	// has logged its change, and 3 s more for the metrics to be exported.
 	a := startApp(t, idle, "-workers", "4", "-adaptive-workers", "1:4", "-churn", "20", "-latency", "2ms", "-latency-spread", "0",
 		"-error-rate", "0.1", "-burst-every", "0", "-objects", "20")
-	Eventually(t, 45*time.Second, 200*time.Millisecond, func() error {
+	Eventually(t, 100*time.Second, 200*time.Millisecond, func() error {
 		if !strings.Contains(a.output(), "INFO adaptive workers queue=configmaps from=4") {
 			return errors.New("the idle app's adaptive pool has not changed its workers yet")
 		}
