@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -22,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -242,7 +240,7 @@ func TestControlPlaneFaults(t *testing.T) {
 
 	// SIGTERM to all four at once, as a rollout does.
 	for _, fr := range runs {
-		wg.Go(func() { fr.exitErr = terminate(fr.r) })
+		wg.Go(func() { fr.exitErr = fr.r.terminate() })
 	}
 	wg.Wait()
 
@@ -652,22 +650,6 @@ func converged(p *plane, ns string) convergence {
 		}
 	}
 	return c
-}
-
-// terminate sends SIGTERM to r, as exampleRun.stop does, and returns its
-// exit's error, or one saying it did not exit within 30 s.
-func terminate(r *exampleRun) error {
-	r.mu.Lock()
-	r.stopTime = time.Now()
-	r.mu.Unlock()
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-r.done:
-		r.done <- err
-		return err
-	case <-time.After(30 * time.Second):
-		return errors.New("did not exit within 30s of SIGTERM")
-	}
 }
 
 // faultRun is one example process of TestControlPlaneFaults, and what it

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -131,6 +132,18 @@ func (r *exampleRun) waitSummaries(n int, timeout time.Duration) []summary {
 // the examples' flush deadline.
 func (r *exampleRun) stop() {
 	r.t.Helper()
+	if err := r.terminate(); err != nil {
+		r.t.Fatalf("%s on %s: %v", r.ex.name, r.where, err)
+	}
+}
+
+// errNoStop is terminate's error when the example did not exit in time.
+var errNoStop = errors.New("did not stop within 30s of SIGTERM")
+
+// terminate sends SIGTERM and returns the exit's error (wrapped: "exited
+// with ... after SIGTERM"), or errNoStop when it did not exit within 30 s;
+// it may be called from any goroutine.
+func (r *exampleRun) terminate() error {
 	r.mu.Lock()
 	r.stopTime = time.Now()
 	r.mu.Unlock()
@@ -139,10 +152,11 @@ func (r *exampleRun) stop() {
 	case err := <-r.done:
 		r.done <- err
 		if err != nil {
-			r.t.Fatalf("%s on %s exited with %v after SIGTERM", r.ex.name, r.where, err)
+			return fmt.Errorf("exited with %w after SIGTERM", err)
 		}
+		return nil
 	case <-time.After(30 * time.Second):
-		r.t.Fatalf("%s on %s did not stop within 30s of SIGTERM", r.ex.name, r.where)
+		return errNoStop
 	}
 }
 
