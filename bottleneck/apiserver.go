@@ -28,12 +28,18 @@ type ObjectRoundTrips struct {
 }
 
 // mean returns the time in the round trips between a and b per round trip
-// that ended between them or is in flight at b, and false when none.
+// that ended between them, or per round trip in flight at b if more, and
+// false when none. Little's law: the time spent over a window is the mean
+// in flight times the window, the round trips that ended the arrivals, so
+// their ratio is the mean time of one. Counting those in flight at b beside
+// those that ended would read a steady 500 ms as 333 ms (1 s spent, 2 ended,
+// 1 in flight); counting them instead when more keeps a stall, where none
+// ends, from reading as no time at all.
 func (b ObjectRoundTrips) mean(a ObjectRoundTrips) (time.Duration, bool) {
 	if b.Ended < a.Ended {
 		return 0, false
 	}
-	n := b.Ended - a.Ended + uint64(max(0, b.InFlight))
+	n := max(b.Ended-a.Ended, uint64(max(0, b.InFlight)))
 	if n == 0 {
 		return 0, false
 	}
@@ -52,10 +58,10 @@ type APIServerUse struct {
 	// out their backoff), else 0.
 	Unavailable float64
 	// Latency is the time spent in single-object reads over the window,
-	// per read that ended in it or is in flight at its end, or the same of
-	// the writes if more: the mean time of the slower kind, which round
-	// trips stalled in flight raise while they last. LatencyKnown says
-	// whether there was any.
+	// per read that ended in it (or per read in flight at its end, if
+	// more), or the same of the writes if more: the mean time of the
+	// slower kind, which round trips stalled in flight raise while they
+	// last. LatencyKnown says whether there was any.
 	Latency      time.Duration
 	LatencyKnown bool
 }

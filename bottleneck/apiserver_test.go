@@ -7,8 +7,8 @@ import (
 
 // TestAPIServerBetween: the share of the window's round trips that failed,
 // or the last one's failure when none ended; the time in single-object
-// round trips per round trip ended or in flight, of the reads and of the
-// writes apart, the slower kind's, so that requests stalled in flight read
+// round trips per round trip ended (or in flight, if more), of the reads and
+// of the writes apart, the slower kind's, so that requests stalled in flight read
 // as slow while they last, and writes slowed by a webhook are not diluted
 // by fast reads.
 func TestAPIServerBetween(t *testing.T) {
@@ -25,6 +25,10 @@ func TestAPIServerBetween(t *testing.T) {
 	}
 	stalled := with(100, 2, false, 40, 2400, 40, 2400)
 	stalled.Reads.InFlight, stalled.Writes.InFlight = 2, 2
+	steady := with(102, 2, false, 40, 400, 42, 1400)
+	steady.Writes.InFlight = 1
+	stalling := with(101, 2, false, 41, 2400, 40, 400)
+	stalling.Reads.InFlight = 4
 	for _, tc := range []struct {
 		name string
 		b    APIServerCounters
@@ -40,6 +44,10 @@ func TestAPIServerBetween(t *testing.T) {
 		{"stalled: 2 reads and 2 writes in flight for the whole second", stalled,
 			APIServerUse{Known: true, Latency: time.Second, LatencyKnown: true}},
 		{"a slow webhook: 10 writes of 500ms beside 10 reads of 5ms", with(120, 2, false, 50, 450, 50, 5400),
+			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
+		{"one worker's writes of 500ms back to back: 2 ended, 1 in flight, 1s spent", steady,
+			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
+		{"a stall begins: 1 read ended, 4 in flight, 2s spent", stalling,
 			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
 		{"readings out of order", APIServerCounters{Requests: 50}, APIServerUse{}},
 	} {
