@@ -130,7 +130,11 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveInt64(in.coalesced, int64(st.Coalesced), observe)
 		o.ObserveFloat64(in.unfinished, st.UnfinishedWork.Seconds(), observe)
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
-		o.ObserveFloat64(in.oldestPending, st.OldestPending.Seconds(), observe)
+		oldest := st.OldestPending
+		if sb != nil {
+			oldest = sb.oldest(oldest, s.Clock().Now())
+		}
+		o.ObserveFloat64(in.oldestPending, oldest.Seconds(), observe)
 		workers := b.observe(o, in, runnerAttrs)
 		if workers == 0 {
 			workers = int64(c.workers)

@@ -17,8 +17,11 @@ import (
 // reports true, and an adaptive pool decides nothing. A key that became
 // ready before the queue became active has its queue wait counted from that
 // moment: the histogram and the adaptive pool see the wait for a worker
-// only, and the key's "queued" span, which still starts at its enqueue,
-// has an "active" event where the standby ended. The recording rules give
+// only, the gauge workqueue.oldest_pending_item is 0 while standby and no
+// more than the time since the queue became active after, and the key's
+// "queued" span, which still starts at its enqueue, has an "active" event
+// where the standby ended. Stats, the scheduler's own, still counts from
+// when the keys became ready. The recording rules give
 // no class, recommendation or alert for a standby queue.
 //
 // A nil channel is refused: without one the queue is active from the
@@ -79,6 +82,20 @@ func (s *standby) wait(ready, dequeued time.Time) (wait, standbyPart time.Durati
 		return dequeued.Sub(at), at.Sub(ready), at
 	}
 	return dequeued.Sub(ready), 0, time.Time{}
+}
+
+// oldest returns the wait for a worker of the oldest ready key, which has
+// been ready for raw at now: none while the queue is standby, and no longer
+// than it has been active since; raw for a nil standby.
+func (s *standby) oldest(raw time.Duration, now time.Time) time.Duration {
+	if s == nil {
+		return raw
+	}
+	at, ok := s.activeSince()
+	if !ok {
+		return 0
+	}
+	return min(raw, max(0, now.Sub(at)))
 }
 
 // watch activates s when active is closed, until stop is closed; now reads

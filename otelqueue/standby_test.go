@@ -43,12 +43,24 @@ func standbyGauge(t *testing.T, e *env) (int64, bool) {
 	return 0, false
 }
 
+// oldestGauge returns the workqueue.oldest_pending_item point's value.
+func oldestGauge(t *testing.T, e *env) float64 {
+	t.Helper()
+	pts := findMetric(t, e.collect(t), otelqueue.MetricOldestPending).Data.(metricdata.Gauge[float64]).DataPoints
+	if len(pts) != 1 {
+		t.Fatalf("%s: %d points, want 1", otelqueue.MetricOldestPending, len(pts))
+	}
+	return pts[0].Value
+}
+
 // TestStandbyWait: a warm standby fills its queue while its workers wait
 // for leadership (controller-runtime's EnableWarmup). The keys' wait for a
 // worker counts from when the queue became active, not from when they were
 // ready: an hour of standby is not an hour of queue wait. The queued span
 // still starts at the enqueue, with an "active" event where the standby
-// ended; the gauge says standby (1) until then, and active (0) after.
+// ended; the gauge says standby (1) until then, and active (0) after; the
+// oldest pending key has waited for no worker while standby, and from the
+// election after it.
 func TestStandbyWait(t *testing.T) {
 	elected := make(chan struct{})
 	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithStandby(elected)}})
@@ -57,11 +69,17 @@ func TestStandbyWait(t *testing.T) {
 	}
 	e.q.Add("a") // t0
 	e.step(time.Hour)
+	if v := oldestGauge(t, e); v != 0 {
+		t.Errorf("standby an hour after a's add: oldest pending %v s, want 0 (no key waits for a worker yet)", v)
+	}
 	close(elected) // t0+1h
 	waitFor(t, "the queue to become active", func() bool { return !e.inst.Standby() })
 	e.step(2 * time.Second)
 	e.q.Add("b") // ready after the election
 	e.step(time.Second)
+	if v := oldestGauge(t, e); v != 3 {
+		t.Errorf("3 s after the election: oldest pending %v s, want 3 (from the election, not from a's add an hour before)", v)
+	}
 	e.getKey(t, "a")
 	e.q.Done("a")
 	e.getKey(t, "b")

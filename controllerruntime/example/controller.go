@@ -71,6 +71,17 @@ func runManager(ctx context.Context, cfg config) error {
 		Logger:                 logger,
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}}},
 	}
+	if cfg.LeaderElect {
+		// Replicas: the one that holds the Lease runs the controller.
+		// Released when the manager stops: run returns right after, so
+		// that a standby takes over at once rather than after the lease
+		// duration.
+		mopts.LeaderElection = true
+		mopts.LeaderElectionID = cfg.LeaderElectionID
+		mopts.LeaderElectionNamespace = cfg.Namespace
+		mopts.LeaderElectionReleaseOnCancel = true
+		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &cfg.LeaseDuration, &cfg.RenewDeadline, &cfg.RetryPeriod
+	}
 	if cluster.Embedded() {
 		// The manager's cache (For's informer) lists and watches the
 		// embedded API server through cs, and its REST mapper is static:
@@ -95,7 +106,10 @@ func runManager(ctx context.Context, cfg config) error {
 	otq := controllerruntime.New(qopts...) // the global providers set by setupTelemetry
 	// Options sets NewQueue and reports MaxConcurrentReconciles as
 	// workqueue_workers, the denominator of the utilization rules.
-	opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: workers})
+	// With leader election, the queue is standby until this replica
+	// leads (Options passes mgr.Elected()); with -warmup its sources
+	// fill it meanwhile.
+	opts := otq.Options(mgr, controller.Options{MaxConcurrentReconciles: workers, EnableWarmup: &cfg.Warmup})
 	if cfg.controllerRuntimeQueue {
 		opts.NewQueue = nil
 	}
@@ -140,7 +154,11 @@ func runManager(ctx context.Context, cfg config) error {
 			}
 			return otelqueue.ClientStats{}
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Objects: objects}
+		standby := func() bool {
+			q := otq.Queue()
+			return q != nil && q.Instrumentation().Standby()
+		}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Objects: objects, Standby: standby}
 		if cfg.Adaptive.On() {
 			m.Range = cfg.Adaptive
 			m.Adaptive = func() (otelqueue.AdaptiveStats, bool) {
@@ -150,9 +168,23 @@ func runManager(ctx context.Context, cfg config) error {
 				return otelqueue.AdaptiveStats{}, false
 			}
 		}
-		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m) })
+		var elected <-chan struct{}
+		if cfg.LeaderElect {
+			elected = mgr.Elected()
+		}
+		wg.Go(func() { summarize(ctx, cfg.SummaryEvery, otq, m, elected) })
 	}
 	log.Printf("controller %q watching ConfigMaps in %s of the %s with %s", controllerName, cfg.Namespace, cluster.Where, cfg.WorkersText())
+	if cfg.LeaderElect {
+		log.Printf("leader election: Lease %s/%s (lease %v, renew deadline %v, retry %v), warm-up %t", cfg.Namespace, cfg.LeaderElectionID, cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod, cfg.Warmup)
+		wg.Go(func() {
+			select {
+			case <-mgr.Elected():
+				log.Printf("leading: this replica holds the Lease %s/%s", cfg.Namespace, cfg.LeaderElectionID)
+			case <-ctx.Done():
+			}
+		})
+	}
 	err = mgr.Start(ctx)
 	if n := rec.interrupted.Load(); n > 0 {
 		log.Printf("%d reconciles interrupted by the stop: returned for later, not counted as errors", n)

@@ -36,6 +36,9 @@ type summary struct {
 	workers, min, max int
 	ceiling, changes  int
 	reason            string
+	// standby says the line is a standby's: its workers wait for
+	// leadership, and it has no class.
+	standby bool
 }
 
 var (
@@ -50,6 +53,10 @@ var (
 	// (adaptive MIN..MAX[, ceiling C], no change yet)".
 	workersRe = regexp.MustCompile(` workers=(\d+) \(adaptive (\d+)\.\.(\d+)(?:, ceiling (\d+))?, (?:last: ([a-z-]+), (\d+) changes?|no change yet)\) adds/s=`)
 )
+
+// standbyMark is in the summary line of a standby queue
+// (examplecluster.Meter.Standby).
+const standbyMark = " standby: the workers wait for leadership (no class)"
 
 // parseSummary parses a summary line, reporting false for other lines.
 func parseSummary(line string) (summary, bool) {
@@ -68,6 +75,7 @@ func parseSummary(line string) (summary, bool) {
 	if c := classRe.FindStringSubmatch(line); c != nil {
 		s.bottleneck = c[1]
 	}
+	s.standby = strings.Contains(line, standbyMark)
 	s.at, s.atOK = timeOfDay(line)
 	if w := workersRe.FindStringSubmatch(line); w != nil {
 		s.adaptive = true

@@ -337,6 +337,10 @@ type Meter struct {
 	// Objects returns the number of objects in the controller's informer
 	// cache, for the memory per object; nil: unknown.
 	Objects func() int
+	// Standby reports whether the queue is standby: its workers wait for
+	// leadership (otelqueue.Instrumentation.Standby); nil: never. A standby
+	// line has no class: nothing limits a queue no worker may take.
+	Standby func() bool
 }
 
 // Reading is one reading of a Meter's counters.
@@ -423,7 +427,11 @@ func (m *Meter) Line(prev, cur Reading) string {
 	if m.Errors != nil {
 		line += fmt.Sprintf("errors/s=%.1f ", float64(cur.Errors-prev.Errors)/secs)
 	}
-	line += load.String()
+	if m.Standby != nil && m.Standby() {
+		line += fmt.Sprintf("utilization=%.2f standby: the workers wait for leadership (no class)", load.Utilization())
+	} else {
+		line += load.String()
+	}
 	if m.Workload != nil {
 		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()
 		w := Writes{

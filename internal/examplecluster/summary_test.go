@@ -276,3 +276,23 @@ func TestLineWithAdaptiveWorkers(t *testing.T) {
 		t.Errorf("adaptive, client-limited: %q", s)
 	}
 }
+
+// TestLineStandby: a standby queue's line says so and has no class, though
+// its figures, read as an active queue's, would recommend more workers; the
+// same figures once active do.
+func TestLineStandby(t *testing.T) {
+	standby := true
+	m := &Meter{Workers: 2, Busy: func(time.Time) (time.Duration, uint64) { return 10 * time.Second, 10 },
+		Standby: func() bool { return standby }}
+	t0 := time.Now()
+	prev := Reading{At: t0}
+	cur := Reading{At: t0.Add(5 * time.Second), Busy: 10 * time.Second, Reconciles: 10, Queue: scheduler.Stats{Adds: 40}}
+	l := m.Line(prev, cur)
+	if !strings.Contains(l, " utilization=1.00 standby: the workers wait for leadership (no class)") || strings.Contains(l, "bottleneck=") || strings.Contains(l, "recommend") {
+		t.Errorf("standby: %q", l)
+	}
+	standby = false
+	if l = m.Line(prev, cur); strings.Contains(l, "standby") || !strings.Contains(l, "bottleneck=workers") {
+		t.Errorf("active: %q", l)
+	}
+}
