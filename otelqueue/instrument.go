@@ -76,7 +76,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	obs := newObserver[K](&c, in, b, s.Name(), attrs)
 	var sb *standby
 	if c.standby != nil {
-		sb = new(standby)
+		sb = newStandby(c.standby, s.Clock().Now)
 		obs.standby = sb
 	}
 	if err := install(s, obs); err != nil {
@@ -89,7 +89,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		stop, exited := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(exited)
-			sb.watch(c.standby, stop, s.Clock().Now)
+			sb.watch(stop)
 		}()
 		stopStandby = func() {
 			close(stop)

@@ -43,24 +43,46 @@ const EventActive = "active"
 
 // standby is a queue's standby state: standby until activeAt is set.
 type standby struct {
-	activeAt atomic.Int64 // UnixNano of the scheduler clock's time it became active; 0: standby
+	activeAt atomic.Int64     // UnixNano of the scheduler clock's time it became active; 0: standby
+	active   <-chan struct{}  // closed when the queue becomes active (WithStandby)
+	now      func() time.Time // the scheduler's clock
+}
+
+// newStandby returns the state of a queue standby until active is closed,
+// whose clock is now.
+func newStandby(active <-chan struct{}, now func() time.Time) *standby {
+	return &standby{active: active, now: now}
+}
+
+// poll reports whether the queue is active, activating it at the clock's
+// now when its channel is closed and the watcher has not recorded it yet:
+// the election that closes the channel also starts the workers, and one
+// may take a key before the watcher runs (seen on a real API server: the
+// first key of each of 4 workers counted the whole standby as wait).
+func (s *standby) poll() bool {
+	if s.activeAt.Load() != 0 {
+		return true
+	}
+	select {
+	case <-s.active:
+		s.activate(s.now())
+		return true
+	default:
+		return false
+	}
 }
 
 // isStandby reports whether the queue is still standby; a nil standby (no
 // WithStandby) never is.
-func (s *standby) isStandby() bool { return s != nil && s.activeAt.Load() == 0 }
+func (s *standby) isStandby() bool { return s != nil && !s.poll() }
 
 // activeSince returns when the queue became active, and false while it is
 // standby or for a nil standby.
 func (s *standby) activeSince() (time.Time, bool) {
-	if s == nil {
+	if s == nil || !s.poll() {
 		return time.Time{}, false
 	}
-	at := s.activeAt.Load()
-	if at == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, at), true
+	return time.Unix(0, s.activeAt.Load()), true
 }
 
 // activate records that the queue became active at now; only the first
@@ -98,12 +120,11 @@ func (s *standby) oldest(raw time.Duration, now time.Time) time.Duration {
 	return min(raw, max(0, now.Sub(at)))
 }
 
-// watch activates s when active is closed, until stop is closed; now reads
-// the scheduler's clock.
-func (s *standby) watch(active, stop <-chan struct{}, now func() time.Time) {
+// watch activates s when its channel is closed, until stop is closed.
+func (s *standby) watch(stop <-chan struct{}) {
 	select {
-	case <-active:
-		s.activate(now())
+	case <-s.active:
+		s.activate(s.now())
 	case <-stop:
 	}
 }
