@@ -26,6 +26,11 @@ const (
 	// client-side rate limiter, as client-go's
 	// rest_client_rate_limiter_duration_seconds.
 	MetricRateLimiterDuration = "kubernetes.client.rate_limiter.duration"
+	// MetricWatches is the watch streams open (an informer holds one per
+	// resource it watches), by server.address, server.port and the
+	// request's group and resource: 0 for a resource a controller
+	// watches is a controller that sees no change (ReadWatchStats).
+	MetricWatches = "kubernetes.client.watches"
 )
 
 // Attribute keys of the Kubernetes request, on the request metric and span
@@ -110,7 +115,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 	out := rest.CopyConfig(cfg)
 	out.RateLimiter = &limiter{base: base, tracer: tracer, wait: in.limiter}
 	out.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request}
+		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request, watches: in.watches}
 	})
 	return out, nil
 }
@@ -118,6 +123,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 type instruments struct {
 	request metric.Float64Histogram
 	limiter metric.Float64Histogram
+	watches metric.Int64UpDownCounter
 }
 
 func newInstruments(mp metric.MeterProvider) instruments {
@@ -137,6 +143,12 @@ func newInstruments(mp metric.MeterProvider) instruments {
 	if err != nil {
 		otel.Handle(err)
 		in.limiter, _ = noop.Meter{}.Float64Histogram(MetricRateLimiterDuration)
+	}
+	in.watches, err = m.Int64UpDownCounter(MetricWatches, metric.WithUnit("{watch}"),
+		metric.WithDescription("Watch streams of the Kubernetes API open."))
+	if err != nil {
+		otel.Handle(err)
+		in.watches, _ = noop.Meter{}.Int64UpDownCounter(MetricWatches)
 	}
 	return in
 }

@@ -26,6 +26,7 @@ type transport struct {
 	tracer      trace.Tracer
 	propagators propagation.TextMapPropagator
 	duration    metric.Float64Histogram
+	watches     metric.Int64UpDownCounter
 
 	// sets caches the metric's attribute sets by metricKey: building and
 	// sorting a set per request would cost more than the rest of the
@@ -141,6 +142,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.RoundTrip(d, end, throttled, retryAfter)
 	}
 	t.duration.Record(ctx, d.Seconds(), t.recordOptions(k)...)
+	if r.verb == "watch" && err == nil && k.code/100 == 2 {
+		attrs := []attribute.KeyValue{semconv.ServerAddress(k.host), attribute.String(AttrGroup, r.group), attribute.String(AttrResource, r.resource)}
+		if k.port > 0 {
+			attrs = append(attrs, semconv.ServerPort(k.port))
+		}
+		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))})
+	}
 
 	if span != nil && span.IsRecording() {
 		if resp != nil {

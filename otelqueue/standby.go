@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// WithStandby makes the queue standby until active is closed: a replica
-// whose workers may not run yet, such as a controller-runtime manager that
+// WithStandby makes the queue standby until active is closed or a worker
+// takes a key, whichever comes first: a replica whose workers may not run
+// yet, such as a controller-runtime manager that
 // has not won its leader election (pass mgr.Elected()). A warm standby
 // (controller-runtime's EnableWarmup) starts its sources and fills its
 // queue meanwhile, and its keys wait for leadership, not for a worker.
@@ -55,10 +56,7 @@ func newStandby(active <-chan struct{}, now func() time.Time) *standby {
 }
 
 // poll reports whether the queue is active, activating it at the clock's
-// now when its channel is closed and the watcher has not recorded it yet:
-// the election that closes the channel also starts the workers, and one
-// may take a key before the watcher runs (seen on a real API server: the
-// first key of each of 4 workers counted the whole standby as wait).
+// now when its channel is closed and the watcher has not recorded it yet.
 func (s *standby) poll() bool {
 	if s.activeAt.Load() != 0 {
 		return true
@@ -98,8 +96,15 @@ func (s *standby) activate(now time.Time) {
 // wait returns the wait for a worker of a key ready at ready and handed
 // out at dequeued, and the time of it before the queue became active
 // (zero when none: also for a nil standby) with that moment: the standby
-// part is not waiting for a worker.
+// part is not waiting for a worker. A key handed out while the queue is
+// standby makes it active at dequeued: a worker runs. controller-runtime
+// starts a new leader's workers before it closes mgr.Elected(), and on a
+// real API server each of 4 workers took its first key before the close,
+// which counted the 20 s of standby as those keys' wait.
 func (s *standby) wait(ready, dequeued time.Time) (wait, standbyPart time.Duration, activeAt time.Time) {
+	if s != nil && !s.poll() {
+		s.activate(dequeued)
+	}
 	if at, ok := s.activeSince(); ok && ready.Before(at) && !dequeued.Before(at) {
 		return dequeued.Sub(at), at.Sub(ready), at
 	}

@@ -149,9 +149,24 @@ func TestStandbyAbsentAndRefused(t *testing.T) {
 }
 
 // TestStandbyPoolIdle: an adaptive pool decides nothing while its queue is
-// standby (a load that grows it otherwise changes nothing), and decides
-// again once the queue is active.
+// standby: no worker takes a key for two minutes, which shrinks an active
+// queue's idle pool (the control below); once active, the pool decides
+// again.
 func TestStandbyPoolIdle(t *testing.T) {
+	// idle steps 2 minutes without a key taken, the pool's ticker ticking
+	// every second.
+	idle := func(a *adaptiveEnv) {
+		for range 120 {
+			a.clk.Step(time.Second)
+			a.clk.tick(t)
+		}
+	}
+	control := newAdaptiveEnv(t)
+	idle(control)
+	if st := control.stats(t); st.Changes == 0 {
+		t.Fatalf("control: an active queue's pool idle for 2 minutes did not change: %+v; the standby case proves nothing", st)
+	}
+
 	clk := newTickClock()
 	logs := new(logRecords)
 	elected := make(chan struct{})
@@ -162,14 +177,40 @@ func TestStandbyPoolIdle(t *testing.T) {
 		}},
 	})
 	a := &adaptiveEnv{env: e, clk: clk, logs: logs, d: &driver{t: t, q: e.q, clk: clk}}
-	a.grow(t)
+	idle(a)
 	if st := a.stats(t); st.Changes != 0 || st.Limit != 2 {
-		t.Fatalf("standby, under a load that needs 20: %+v; want no change from 2", st)
+		t.Fatalf("standby for 2 minutes: %+v; want no change from 2", st)
 	}
 	close(elected)
 	waitFor(t, "the queue to become active", func() bool { return !e.inst.Standby() })
 	a.grow(t)
 	if st := a.stats(t); st.Changes == 0 || st.Limit <= 2 {
-		t.Errorf("active, under the same load: %+v; want grown from 2", st)
+		t.Errorf("active, under a load that needs 20: %+v; want grown from 2", st)
+	}
+}
+
+// TestStandbyEndsAtTheFirstKeyTaken: controller-runtime starts a new
+// leader's workers before it closes mgr.Elected(): a worker that takes a
+// key ends the standby, and the keys' wait counts from then.
+func TestStandbyEndsAtTheFirstKeyTaken(t *testing.T) {
+	never := make(chan struct{})
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithStandby(never)}})
+	e.q.Add("a")
+	e.q.Add("b")
+	e.step(time.Minute)
+	e.getKey(t, "a") // the standby ends
+	if e.inst.Standby() {
+		t.Error("standby after a worker took a key")
+	}
+	e.step(time.Second)
+	e.getKey(t, "b")
+	e.q.Done("a")
+	e.q.Done("b")
+	p := histogramPoint(t, findMetric(t, e.collect(t), otelqueue.MetricQueueDuration))
+	if maxV, ok := p.Max.Value(); p.Count != 2 || p.Sum != 1 || !ok || maxV != 1 {
+		t.Errorf("queue wait: count %d, sum %v, max %v; want 0 s and 1 s from the first key taken, not a minute", p.Count, p.Sum, p.Max)
+	}
+	if v, ok := standbyGauge(t, e); !ok || v != 0 {
+		t.Errorf("gauge %d (reported %v), want 0", v, ok)
 	}
 }

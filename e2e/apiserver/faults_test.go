@@ -261,6 +261,10 @@ type fault struct {
 	// must reconcile successfully again: the package's resumeWithin but for
 	// a fault whose informers wait out client-go's reflector backoff.
 	resumeWithin time.Duration
+	// cutsWatches says the fault ends every watch stream (the API server
+	// is gone): its lines, and those after it until the watch gives keys
+	// again, must say so (watches=0).
+	cutsWatches bool
 }
 
 // within is f's resumeWithin, the package's when unset.
@@ -275,7 +279,7 @@ func (f fault) within() time.Duration {
 // apiserverDown later; the fault ends when the restarted server is ready.
 func killAPIServer(t *testing.T, p *plane) fault {
 	t.Helper()
-	f := fault{name: "kube-apiserver SIGKILL", start: time.Now(), resumeWithin: reflectorResume}
+	f := fault{name: "kube-apiserver SIGKILL", start: time.Now(), resumeWithin: reflectorResume, cutsWatches: true}
 	if err := p.kill(apiserverProc); err != nil {
 		t.Fatal(err)
 	}
@@ -723,6 +727,9 @@ func (fr *faultRun) configured(s summary) int {
 // faultResult is what one example showed of one fault.
 type faultResult struct {
 	classes map[string]int // of the lines of the fault and one interval after
+	// blind is the lines, from the fault's start until the watch gave a
+	// key again, that said no watch was open (watches=0).
+	blind int
 	// resumed is the time from the fault's end to the first line after it
 	// with a successful reconcile; events the time to the first key the
 	// watch gave for a write that started after the end (firstEventAfter).
@@ -771,6 +778,13 @@ func (fr *faultRun) check(t *testing.T, faults []fault, version string) {
 			if checkControlPlaneClass && from >= summaryInterval && to <= 0 && !classNamesControlPlane(s) {
 				t.Errorf("%s: during %s (%s → %s) a line says bottleneck=%s, not apiserver-unavailable or apiserver-slow: %s",
 					fr.name, f.name, f.start.Format("15:04:05.000"), f.end.Format("15:04:05.000"), s.bottleneck, s.line)
+			}
+			// Blind, and named so: from a line wholly within a fault that
+			// cut the watches to a second before the watch gave a key
+			// again, no watch is open.
+			if f.cutsWatches && from >= summaryInterval && res.eventsOK && to < res.events-time.Second && (!s.watchesOK || s.watches != 0) {
+				t.Errorf("%s: %s (%s → %s) cut the watches, and the watch gave a key again %.1fs after its end, but a line before that does not say watches=0: %s",
+					fr.name, f.name, f.start.Format("15:04:05.000"), f.end.Format("15:04:05.000"), res.events.Seconds(), s.line)
 			}
 		}
 		// An adaptive pool does not grow for a fault: no step up decided
@@ -834,6 +848,11 @@ func (fr *faultRun) result(f fault) faultResult {
 		}
 	}
 	res.events, res.eventsOK = firstEventAfter(fr.spans, f.end)
+	for _, s := range fr.lines {
+		if s.atOK && s.watchesOK && s.watches == 0 && sinceTimeOfDay(f.start, s.at) >= 0 && (!res.eventsOK || sinceTimeOfDay(f.end, s.at) <= res.events) {
+			res.blind++
+		}
+	}
 	return res
 }
 
@@ -857,6 +876,9 @@ func (res faultResult) String() string {
 	}
 	if res.eventsOK {
 		s += fmt.Sprintf(", a key from the watch after %.1fs", res.events.Seconds())
+	}
+	if res.blind > 0 {
+		s += fmt.Sprintf(", %d lines with no watch open", res.blind)
 	}
 	return s
 }

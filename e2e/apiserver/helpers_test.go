@@ -74,6 +74,19 @@ func TestParseSummary(t *testing.T) {
 			t.Errorf("parseSummary(%q) = %+v, %v", line, s, ok)
 		}
 	}
+	// The watch streams open, and none: blind.
+	for line, want := range map[string]int{
+		"utilization=0.20 coalesced/s=0.0 apiserver-failed=0.00 watches=1 split=own": 1,
+		"utilization=0.00 coalesced/s=0.0 apiserver-failed=1.00 watches=0 (12.3s none open: the informers see no change)": 0,
+	} {
+		s, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=0.0 retries/s=0.0 reconciles/s=0.0 errors/s=0.0 " + line)
+		if !ok || !s.watchesOK || s.watches != want {
+			t.Errorf("parseSummary(%q): watches %d (%v), want %d", line, s.watches, s.watchesOK, want)
+		}
+	}
+	if s, _ := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=0.0 retries/s=0.0 reconciles/s=0.0 errors/s=0.0 utilization=0.00"); s.watchesOK {
+		t.Errorf("a line without watches= parsed as saying %d", s.watches)
+	}
 	// A line without errors/s is from another format: not a summary.
 	if _, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s errors=3 adds/s=20.0 retries/s=0.0 reconciles/s=20.0 utilization=0.20"); ok {
 		t.Error("a line with the cumulative errors= and no errors/s parsed as a summary")

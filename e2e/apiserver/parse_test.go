@@ -39,6 +39,10 @@ type summary struct {
 	// standby says the line is a standby's: its workers wait for
 	// leadership, and it has no class.
 	standby bool
+	// watches is the process's watch streams open (watches=N), watchesOK
+	// whether the line says (after the first watch was opened).
+	watches   int
+	watchesOK bool
 }
 
 var (
@@ -48,6 +52,7 @@ var (
 	// queue took no add of them.
 	writesRe = regexp.MustCompile(` writes/s=([\d.]+)/([\d.]+)(?: behind: (.+?))?(?:;? (catching up: .+?))?(?: (blind: .+))?$`)
 	classRe  = regexp.MustCompile(` bottleneck=(\S+) `)
+	watchRe  = regexp.MustCompile(` watches=(\d+)[ ]`)
 	// The adaptive pool's part, before adds/s: "workers=N (adaptive
 	// MIN..MAX[, ceiling C], last: REASON, K change[s])" or "workers=N
 	// (adaptive MIN..MAX[, ceiling C], no change yet)".
@@ -76,6 +81,10 @@ func parseSummary(line string) (summary, bool) {
 		s.bottleneck = c[1]
 	}
 	s.standby = strings.Contains(line, standbyMark)
+	if w := watchRe.FindStringSubmatch(line + " "); w != nil {
+		s.watches, _ = strconv.Atoi(w[1])
+		s.watchesOK = true
+	}
 	s.at, s.atOK = timeOfDay(line)
 	if w := workersRe.FindStringSubmatch(line); w != nil {
 		s.adaptive = true

@@ -74,6 +74,25 @@ type Window struct {
 	// 0: unknown.
 	Memory  uint64
 	Objects int
+	// Watches are the process's watch streams at the end
+	// (kubeclient.ReadWatchStats), At the end's time; nil: unknown.
+	Watches *kubeclient.WatchStats
+	At      time.Time
+}
+
+// watchesText is the line's watches=N, and when none is open though some
+// were, how long since the last ended: the informers wait to watch again
+// (client-go's reflector backoff) and the controller sees no change, its
+// queue idle all the same. Empty before any watch was opened.
+func (w Window) watchesText() string {
+	ws := w.Watches
+	if ws == nil || ws.Opened == 0 {
+		return ""
+	}
+	if ws.Open > 0 {
+		return fmt.Sprintf(" watches=%d", ws.Open)
+	}
+	return fmt.Sprintf(" watches=0 (%s none open: the informers see no change)", w.At.Sub(ws.LastEnded).Round(100*time.Millisecond))
 }
 
 // String is the load part of the summary line: utilization, coalesced adds
@@ -99,6 +118,7 @@ func (w Window) String() string {
 			fmt.Fprintf(&b, " apiserver-latency=%v", a.Latency.Round(100*time.Microsecond))
 		}
 	}
+	b.WriteString(w.watchesText())
 	v := w.Classify()
 	law := w.LittlesLaw()
 	if w.Reconciles == 0 {
@@ -354,8 +374,10 @@ type Reading struct {
 	Limiter    LimiterStats
 	Client     otelqueue.ClientStats
 	// Server is how the API server answered the process's instrumented
-	// clients (kubeclient.ServerStats), read with Client.
-	Server bottleneck.APIServerCounters
+	// clients (kubeclient.ServerStats), Watches their watch streams
+	// (kubeclient.ReadWatchStats), read with Client.
+	Server  bottleneck.APIServerCounters
+	Watches kubeclient.WatchStats
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
 	Adaptive   otelqueue.AdaptiveStats
 	AdaptiveOK bool
@@ -378,6 +400,7 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	if m.Client != nil {
 		r.Client = m.Client()
 		r.Server = kubeclient.ServerStats()
+		r.Watches = kubeclient.ReadWatchStats()
 	}
 	if m.Errors != nil {
 		r.Errors = m.Errors()
@@ -421,6 +444,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 		if c.Attempts > 0 {
 			load.APIServer = bottleneck.APIServerBetween(prev.Server, cur.Server)
 		}
+		load.Watches, load.At = &cur.Watches, cur.At
 	}
 	line := pool + fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",
 		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs)
