@@ -38,7 +38,9 @@
 #   workers            workers_needed > 1
 #   none               otherwise, when the utilization is known
 # and "recommended workers" more than the configured count only for the
-# classes that may ask for more (workers|none).
+# classes that may ask for more (workers|none). A standby
+# queue (workqueue_standby 1: its workers wait for leadership) says
+# "bottleneck=standby" and recommends nothing.
 set -eu
 if [ $# -ne 3 ]; then
 	echo "usage: $0 BEFORE AFTER SECONDS  (two scrapes of /metrics, SECONDS apart)" >&2
@@ -245,6 +247,14 @@ END {
 		if (adds > 0) { known["error_retries"] = 1; val["error_retries"] = backoff / adds }
 		if (workers > 0 && done > 0) { known["workers_needed"] = 1; val["workers_needed"] = ll / workers }
 
+		# A standby queue (workqueue_standby 1 at the second scrape: a
+		# replica whose workers wait for leadership) has no class and no
+		# recommendation, as in rules.yml.
+		if (after["workqueue_standby", q] == 1) {
+			printf "  bottleneck=standby (the workers wait for leadership: no class)\n"
+			printf "  recommended workers     none while standby\n"
+			continue
+		}
 		# The bottleneck: the rules of the table in their order (generated).
 		cls = ""; change = ""
 		if (known["apiserver_unavailable"] && val["apiserver_unavailable"] >= 0.25) {

@@ -76,6 +76,8 @@ check ll-equal "bottleneck=none (utilization 0.694; Little's-law workers 36 <= c
 check ll-more "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more" "$absent"
 # Several classes at once: the first in precedence wins.
 check all 'bottleneck=server-throttling (Retry-After share 0.250 >= 0.25)' "keep -workers 30: $apf"
+# The same figures on a standby queue: no class, no recommendation.
+check standby 'bottleneck=standby (the workers wait for leadership: no class)' 'none while standby'
 check limited-failing 'bottleneck=client-rate-limit (client rate-limiter share 0.500 >= 0.25)' "keep -workers 30: $qps"
 # A downstream class never recommends more than configured, nor raises a
 # lower Little's law to it.
