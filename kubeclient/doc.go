@@ -18,7 +18,16 @@
 //     and, when it lasted WaitSpanThreshold or more inside a traced context,
 //     as a span "client rate limiter" over the wait; inside a reconcile
 //     attempt (below), client-go's wait before a retry that the server asked
-//     for with Retry-After, as a span "retry after".
+//     for with Retry-After, as a span "retry after";
+//   - every watch stream open, from its 2xx answer to its end, in the
+//     up-down counter kubernetes.client.watches by resource: an informer
+//     whose watch is down (its reflector waiting out a backoff, a watch that
+//     keeps failing) shows as 0, and its controller sees no change while its
+//     queue reads idle.
+//
+// The process's figures are also plain numbers: ServerStats (how the API
+// server answered every instrumented client) and ReadWatchStats (the watch
+// streams).
 //
 // Inside a reconcile attempt of a queue instrumented by package otelqueue,
 // a request made with the reconciler's context (or one derived from it) is

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -81,4 +82,42 @@ func ExampleInstrument() {
 	// Output:
 	// attempts 1, requests 2, answered 429: 1
 	// waited out Retry-After: true
+}
+
+// ReadWatchStats tells a controller that sees no change from an idle one:
+// an informer holds its watch open while it is idle, and none is open while
+// its reflector waits to watch again. Here a watch of a stand-in API server
+// that sends one event and then ends the stream, as a restarting API server
+// does.
+func ExampleReadWatchStats() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		cm, _ := json.Marshal(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", ResourceVersion: "7"}})
+		_ = json.NewEncoder(w).Encode(metav1.WatchEvent{Type: "ADDED", Object: runtime.RawExtension{Raw: cm}})
+	}))
+	defer srv.Close()
+	cfg, err := kubeclient.Instrument(&rest.Config{Host: srv.URL})
+	if err != nil {
+		log.Fatal(err)
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	before := kubeclient.ReadWatchStats()
+	w, err := clientset.CoreV1().ConfigMaps("default").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	fmt.Println("event:", ev.Type)
+	for range w.ResultChan() { // the server ended the stream
+	}
+	w.Stop()
+	now := kubeclient.ReadWatchStats()
+	fmt.Printf("opened %d, ended %d, open now %d\n", now.Opened-before.Opened, now.Ended-before.Ended, now.Open-before.Open)
+	// Output:
+	// event: ADDED
+	// opened 1, ended 1, open now 0
 }
