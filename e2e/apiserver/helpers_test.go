@@ -76,7 +76,7 @@ func TestParseSummary(t *testing.T) {
 	}
 	// The watch streams open, and none: blind.
 	for line, want := range map[string]int{
-		"utilization=0.20 coalesced/s=0.0 apiserver-failed=0.00 watches=1 split=own": 1,
+		"utilization=0.20 coalesced/s=0.0 apiserver-failed=0.00 watches=1 split=own":                                      1,
 		"utilization=0.00 coalesced/s=0.0 apiserver-failed=1.00 watches=0 (12.3s none open: the informers see no change)": 0,
 	} {
 		s, ok := parseSummary("21:50:22.915295 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s adds/s=0.0 retries/s=0.0 reconciles/s=0.0 errors/s=0.0 " + line)
