@@ -107,10 +107,11 @@ var planeAssets string
 // testsBudget is what the tests need once the control plane runs: 8
 // minutes, 7 more for the adaptive pool's runs (adaptive_test.go: a 90 s
 // run on the embedded cluster, four 60 s runs on the API servers and a
-// second control plane), and 4 more for TestControlPlaneFaults (a control
+// second control plane), 4 more for TestControlPlaneFaults (a control
 // plane of its own and four examples through four faults, 3.2 minutes in
-// runs here).
-const testsBudget = 19 * time.Minute
+// runs here), and 2 more for TestReplicas (two pairs of replicas, 1.1 to
+// 1.8 minutes here).
+const testsBudget = 21 * time.Minute
 
 // example is one of the two example controllers, built from this checkout.
 type example struct {
