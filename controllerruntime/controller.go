@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -164,12 +163,9 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 		return t.r.Reconcile(ctx, req)
 	}
 	span := trace.SpanFromContext(pctx)
-	ctx = trace.ContextWithSpan(ctx, span)
-	if w := clientwork.FromContext(pctx); w != nil {
-		// Requests of clients instrumented by package kubeclient count for
-		// the attempt (workqueue.client.*).
-		ctx = clientwork.NewContext(ctx, w)
-	}
+	// The attempt's span, and the requests of clients instrumented by
+	// package kubeclient counted for the attempt (workqueue.client.*).
+	ctx = otelqueue.ContextWithAttempt(ctx, pctx)
 	if sc := span.SpanContext(); sc.IsValid() {
 		// The reconciler's log lines lead to the attempt's trace.
 		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues(
