@@ -103,44 +103,48 @@ func (a *AdaptiveWorkers) check() error {
 	return errors.Join(errs...)
 }
 
-// The reasons of an adaptive pool's changes (AdaptiveStats.Reason, the
-// "reason" of its log lines and span events).
+// Reason is why an adaptive pool changed its count (AdaptiveStats.Reason,
+// the "reason" of its log lines and span events, the reason attribute of
+// workqueue.workers.changes): one of the Reason constants.
+type Reason string
+
+// The reasons of an adaptive pool's changes.
 const (
 	// ReasonDemand: the arrivals and the backlog need more workers than
 	// the limit (the square-root staffing estimate, docs/tuning.md).
-	ReasonDemand = "demand"
+	ReasonDemand Reason = "demand"
 	// ReasonWait: the queue wait is above the objective with the workers
 	// busy.
-	ReasonWait = "wait"
+	ReasonWait Reason = "wait"
 	// ReasonLowUtilization: the demand needs well under the limit, two
 	// intervals in a row.
-	ReasonLowUtilization = "low-utilization"
+	ReasonLowUtilization Reason = "low-utilization"
 	// ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient:
 	// more reconciles run at once than the downstream can serve, and the
 	// time the others lose goes to the client's rate limiter, to the API
 	// server's Retry-After, or to each reconcile taking longer than it does
 	// with fewer at once.
-	ReasonClientRateLimit  = string(bottleneck.ClientRateLimit)
-	ReasonServerThrottling = string(bottleneck.ServerThrottling)
-	ReasonLatencyGradient  = "latency-gradient"
+	ReasonClientRateLimit  = Reason(bottleneck.ClientRateLimit)
+	ReasonServerThrottling = Reason(bottleneck.ServerThrottling)
+	ReasonLatencyGradient  Reason = "latency-gradient"
 	// ReasonCPU: the process uses the CPU it has (the table's cpu class),
 	// and more reconciles run at once than the CPU serves at no-load
 	// speed: the count comes down to the CPU's, and never grows while the
 	// class holds.
-	ReasonCPU = string(bottleneck.CPU)
+	ReasonCPU = Reason(bottleneck.CPU)
 	// ReasonProbe: a step above the ceiling a downstream limit set, to see
 	// whether the limit is still there (the ceiling's hold ran out, or the
 	// signs of the limit went away).
-	ReasonProbe = "probe"
+	ReasonProbe Reason = "probe"
 	// ReasonSlowerForAll: after a shrink for a latency gradient, the work
 	// took as long as before: the downstream got slower for everyone, not
 	// from this queue's concurrency; the ceiling is lifted.
-	ReasonSlowerForAll = "slower-for-all"
+	ReasonSlowerForAll Reason = "slower-for-all"
 )
 
 // reasons are the Reason constants, for the attribute sets of
 // MetricWorkersChanges.
-var reasons = []string{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
+var reasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
 	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll}
 
 // AttrReason is the attribute of MetricWorkersChanges that holds the reason
@@ -164,7 +168,7 @@ type AdaptiveStats struct {
 	// the Reason constants) and Detail the figures that decided it, as in
 	// its log line; Changed is when it happened.
 	Changes uint64
-	Reason  string
+	Reason  Reason
 	Detail  string
 	Changed time.Time
 }

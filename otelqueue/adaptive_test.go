@@ -754,7 +754,7 @@ func (a *adaptiveEnv) stats(t *testing.T) otelqueue.AdaptiveStats {
 // change is a change of the limit, as a log line or a span event tells it.
 type change struct {
 	from, to int
-	reason   string
+	reason   otelqueue.Reason
 }
 
 func (c change) String() string { return fmt.Sprintf("%d→%d %s", c.from, c.to, c.reason) }
@@ -777,7 +777,7 @@ func (a *adaptiveEnv) logged(t *testing.T) []change {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("log line with from %q, to %q: want numbers", rec.attrs["from"], rec.attrs["to"])
 		}
-		out = append(out, change{from: from, to: to, reason: rec.attrs["reason"]})
+		out = append(out, change{from: from, to: to, reason: otelqueue.Reason(rec.attrs["reason"])})
 	}
 	return out
 }
@@ -806,7 +806,7 @@ func (a *adaptiveEnv) events(t *testing.T) []eventSpan {
 				change: change{
 					from:   int(attrs[otelqueue.AttrWorkersFrom].AsInt64()),
 					to:     int(attrs[otelqueue.AttrWorkersTo].AsInt64()),
-					reason: attrs[otelqueue.AttrWorkersReason].AsString(),
+					reason: otelqueue.Reason(attrs[otelqueue.AttrWorkersReason].AsString()),
 				},
 				at: ev.Time, spanStart: s.StartTime(), spanEnd: s.EndTime(),
 			})
@@ -843,7 +843,7 @@ func (a *adaptiveEnv) trickle(t *testing.T, dur time.Duration) {
 // checkChanges checks the changes: a chain from the pool's start (each from
 // the previous one's to, the first from 2) to its limit now, one for each
 // change AdaptiveStats counts, with reasons among want.
-func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, want ...string) {
+func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, want ...otelqueue.Reason) {
 	t.Helper()
 	if len(changes) == 0 || uint64(len(changes)) != st.Changes {
 		t.Fatalf("changes %v, AdaptiveStats.Changes %d; want as many, at least 1", changes, st.Changes)
@@ -868,13 +868,13 @@ func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, wa
 
 // changesByReason is the expected MetricWorkersChanges after changes.
 func changesByReason(changes []change) metricdata.Metrics {
-	n := make(map[string]int64)
+	n := make(map[otelqueue.Reason]int64)
 	for _, c := range changes {
 		n[c.reason]++
 	}
 	var points []metricdata.DataPoint[int64]
 	for _, reason := range slices.Sorted(maps.Keys(n)) {
-		attrs := attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrReason.String(reason))...)
+		attrs := attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrReason.String(string(reason)))...)
 		points = append(points, metricdata.DataPoint[int64]{Attributes: attrs, Value: n[reason]})
 	}
 	return metricdata.Metrics{

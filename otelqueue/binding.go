@@ -87,16 +87,16 @@ func (r *runnerShare) release() {
 type runnerAttrs struct {
 	queue     metric.ObserveOption
 	byOutcome [numOutcomes]metric.ObserveOption
-	byReason  map[string]metric.ObserveOption // read only once made
+	byReason  map[Reason]metric.ObserveOption // read only once made
 }
 
 func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
-	a := &runnerAttrs{queue: metric.WithAttributeSet(queue), byReason: make(map[string]metric.ObserveOption, len(reasons))}
+	a := &runnerAttrs{queue: metric.WithAttributeSet(queue), byReason: make(map[Reason]metric.ObserveOption, len(reasons))}
 	for o, attr := range outcomeAttrs {
 		a.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), attr)...))
 	}
 	for _, r := range reasons {
-		a.byReason[r] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), AttrReason.String(r))...))
+		a.byReason[r] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), AttrReason.String(string(r)))...))
 	}
 	return a
 }

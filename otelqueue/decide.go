@@ -157,7 +157,7 @@ type figures struct {
 // decision is a change of the limit.
 type decision struct {
 	to     int
-	reason string
+	reason Reason
 	detail string
 }
 
@@ -207,7 +207,7 @@ type controller struct {
 type probeFinding struct {
 	limited bool
 	usable  float64
-	reason  string
+	reason  Reason
 	class   bottleneck.Verdict
 }
 
@@ -403,7 +403,7 @@ func (c *controller) learn(f *figures) {
 // table's class when it is a downstream one, else the largest of the
 // client's rate limiter, the API server's Retry-After, and the base work
 // time over the no-load one (a latency gradient).
-func (c *controller) limitClass(f *figures) string {
+func (c *controller) limitClass(f *figures) Reason {
 	switch f.class.Class {
 	case bottleneck.ServerThrottling:
 		return ReasonServerThrottling
@@ -442,7 +442,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// More run at once than the downstream serves: by the CPU when the
 	// table's class is cpu (the CPU's count), else by the throughput at the
 	// no-load work time (Vegas's estimate).
-	usable, reason := f.usable, ""
+	usable, reason := f.usable, Reason("")
 	if f.cpuBound() && f.cpuUsable > 0 {
 		usable, reason = min(f.cpuUsable, f.concurrency), ReasonCPU
 		if f.gradient {
@@ -639,7 +639,7 @@ func probeWhy(gone bool) string {
 }
 
 // change records a change to to at now.
-func (c *controller) change(to int, reason string, now time.Time, detail string) decision {
+func (c *controller) change(to int, reason Reason, now time.Time, detail string) decision {
 	c.limit = to
 	c.lastChange = now
 	c.limitedRun = 0

@@ -145,7 +145,7 @@ func (r *ctlRun) none(l load, n int, why string) {
 }
 
 // want feeds l once and checks the decision.
-func (r *ctlRun) want(l load, to int, reason string) decision {
+func (r *ctlRun) want(l load, to int, reason Reason) decision {
 	r.t.Helper()
 	from := r.c.limit
 	d, f, ok := r.feed(l)
@@ -600,7 +600,7 @@ func TestDecideLowUtilizationReachesMin(t *testing.T) {
 }
 
 // decideReasons are the reasons a decision may give.
-var decideReasons = []string{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
+var decideReasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
 	ReasonServerThrottling, ReasonLatencyGradient, ReasonProbe, ReasonSlowerForAll}
 
 // randomWalk feeds a controller between lo and hi n windows of random
@@ -608,15 +608,15 @@ var decideReasons = []string{ReasonDemand, ReasonWait, ReasonLowUtilization, Rea
 // every decision: the limit within [lo, hi]; no change within two
 // intervals of the last; a known reason whose direction matches it. It
 // returns the count of decisions by reason.
-func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[string]int {
+func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 2))
 	start := lo + rng.IntN(hi-lo+1)
 	c := newController(lo, hi, start, DefaultWaitObjective, decideInterval)
 	now := decideT0
 	var last time.Time
-	var lastReason string
-	seen := make(map[string]int)
+	var lastReason Reason
+	seen := make(map[Reason]int)
 	// A regime lasts a while, as loads do: a downstream that serves some
 	// count at once, at some no-load work time, through some kind of limit.
 	var usable, arrivals float64
@@ -716,14 +716,14 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[string]int {
 // TestDecideRandomWalk checks the invariants of randomWalk over long walks,
 // and that the walks exercise most of the rule.
 func TestDecideRandomWalk(t *testing.T) {
-	total := make(map[string]int)
+	total := make(map[Reason]int)
 	for seed := range uint64(20) {
 		for reason, n := range randomWalk(t, seed, 1+int(seed%3), 8+int(seed*3), 3000) {
 			total[reason] += n
 		}
 	}
 	t.Logf("decisions by reason: %v", total)
-	for _, r := range []string{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonProbe} {
+	for _, r := range []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonProbe} {
 		if total[r] == 0 {
 			t.Errorf("no decision for %s in the walks: they do not test it (decisions %v)", r, total)
 		}
@@ -732,7 +732,7 @@ func TestDecideRandomWalk(t *testing.T) {
 	if downstream == 0 {
 		t.Errorf("no shrink for a downstream limit in the walks (decisions %v)", total)
 	}
-	if !slices.ContainsFunc(decideReasons, func(r string) bool { return total[r] > 0 }) {
+	if !slices.ContainsFunc(decideReasons, func(r Reason) bool { return total[r] > 0 }) {
 		t.Errorf("no decision at all")
 	}
 }

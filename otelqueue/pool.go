@@ -63,7 +63,7 @@ type pool struct {
 	ctl      *controller
 	prev     snapshot
 	stats    AdaptiveStats
-	changes  map[string]uint64 // by reason
+	changes  map[Reason]uint64 // by reason
 }
 
 // snapshot is a read of every cumulative signal.
@@ -159,7 +159,7 @@ func (p *pool) Stats() AdaptiveStats {
 
 // observeChanges reports the changes by reason; byReason holds the
 // attribute sets of the reasons.
-func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter, byReason map[string]metric.ObserveOption) {
+func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter, byReason map[Reason]metric.ObserveOption) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for reason, n := range p.changes {
@@ -276,7 +276,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		p.setLimit(d.to)
 		p.stats.Changes++
 		if p.changes == nil {
-			p.changes = make(map[string]uint64)
+			p.changes = make(map[Reason]uint64)
 		}
 		p.changes[d.reason]++
 	}
@@ -286,7 +286,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
 	if span != nil && span.IsRecording() {
 		span.AddEvent(EventWorkersChanged, trace.WithTimestamp(now), trace.WithAttributes(
-			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(d.reason)))
+			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(string(d.reason))))
 	}
 }
 

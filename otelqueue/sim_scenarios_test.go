@@ -229,7 +229,7 @@ var simCPU = &simScenario{
 }
 
 // simDownstream are the reasons of a change for a limit downstream.
-var simDownstream = []string{ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient, "cpu"}
+var simDownstream = []Reason{ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient, "cpu"}
 
 // phaseTargets returns the targets phase i missed on its settled part:
 // throughput ≥ 0.9 × min(the best fixed count's, asked: a count still
