@@ -124,8 +124,8 @@ const (
 	// time the others lose goes to the client's rate limiter, to the API
 	// server's Retry-After, or to each reconcile taking longer than it does
 	// with fewer at once.
-	ReasonClientRateLimit  = Reason(bottleneck.ClientRateLimit)
-	ReasonServerThrottling = Reason(bottleneck.ServerThrottling)
+	ReasonClientRateLimit         = Reason(bottleneck.ClientRateLimit)
+	ReasonServerThrottling        = Reason(bottleneck.ServerThrottling)
 	ReasonLatencyGradient  Reason = "latency-gradient"
 	// ReasonCPU: the process uses the CPU it has (the table's cpu class),
 	// and more reconciles run at once than the CPU serves at no-load
