@@ -63,7 +63,7 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 			testutil.Receive(t, reconciled, "the first reconcile")
 			q.Add("cm-2")
 			testutil.Receive(t, reconciled, "the second reconcile")
-			testutil.WaitFor(t, "both attempts done", func() bool { return q.Stats().InFlight == 0 && r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 2 })
+			testutil.WaitFor(t, "both attempts done", func() bool { return q.Stats().InFlight == 0 && r.Stats().Count(otelqueue.OutcomeSuccess) == 2 })
 			cancel()
 			if err := testutil.Receive(t, done, "Run's return"); err != nil {
 				t.Fatal(err)

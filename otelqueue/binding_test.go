@@ -95,7 +95,7 @@ func TestRunnersOfOneQueueAddUp(t *testing.T) {
 	go func() { done <- second.Run(ctx) }()
 	e.q.Add("a")
 	testutil.WaitFor(t, "the failed reconcile", func() bool {
-		return second.Stats().Outcomes[otelqueue.OutcomeError] == 1 && e.q.Stats().InFlight == 0
+		return second.Stats().Count(otelqueue.OutcomeError) == 1 && e.q.Stats().InFlight == 0
 	})
 	cancel()
 	if err := testutil.Receive(t, done, "Run to return"); err != nil {

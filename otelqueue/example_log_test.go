@@ -64,7 +64,7 @@ func ExampleLoggerFromContext() {
 	stopped := make(chan error)
 	go func() { stopped <- runner.Run(ctx) }()
 	<-failed
-	for runner.Stats().Outcomes[otelqueue.OutcomeError] == 0 {
+	for runner.Stats().Count(otelqueue.OutcomeError) == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()

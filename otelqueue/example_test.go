@@ -127,7 +127,7 @@ func ExampleRunner_Run() {
 	slices.Sort(done)
 	fmt.Println(strings.Join(done, "\n"))
 	st := runner.Stats()
-	fmt.Printf("workers %d, active %d, succeeded %d, failed %d\n", st.Workers, st.ActiveWorkers, st.Outcomes[otelqueue.OutcomeSuccess], st.Outcomes[otelqueue.OutcomeError]+st.Outcomes[otelqueue.OutcomePanic])
+	fmt.Printf("workers %d, active %d, succeeded %d, failed %d\n", st.Workers, st.ActiveWorkers, st.Count(otelqueue.OutcomeSuccess), st.Count(otelqueue.OutcomeError)+st.Count(otelqueue.OutcomePanic))
 	// Output:
 	// default/db
 	// default/web

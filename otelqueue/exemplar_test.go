@@ -89,7 +89,7 @@ func TestExemplarsRunner(t *testing.T) {
 	reconcileSC := testutil.Receive(t, spans, "the reconcile")
 	e.clock.Step(4 * time.Second)
 	close(release)
-	testutil.WaitFor(t, "the Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the Done", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && e.q.Stats().InFlight == 0 })
 	cancel()
 	if err := testutil.Receive(t, done, "Run to return"); err != nil {
 		t.Fatal(err)

@@ -7,3 +7,12 @@ func Bindings() int {
 	bindings.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// OutcomeCounts are a RunnerStats' counts by outcome, for test literals.
+type OutcomeCounts = [numOutcomes]uint64
+
+// RunnerStatsOf returns the RunnerStats of workers and counts, for
+// comparisons with Runner.Stats.
+func RunnerStatsOf(workers int, counts OutcomeCounts) RunnerStats {
+	return RunnerStats{Workers: workers, outcomes: counts}
+}

@@ -89,7 +89,7 @@ func TestRunnerLogsErrors(t *testing.T) {
 	runRunner(t, r)
 	testutil.WaitFor(t, "both attempts", func() bool {
 		s := r.Stats()
-		return s.Outcomes[otelqueue.OutcomeError] == 1 && s.Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0
+		return s.Count(otelqueue.OutcomeError) == 1 && s.Count(otelqueue.OutcomePanic) == 1 && e.q.Stats().InFlight == 0
 	})
 
 	recs := logs.all()
@@ -152,7 +152,7 @@ func TestRunnerLogRateLimit(t *testing.T) {
 		t.Helper()
 		testutil.WaitFor(t, what, func() bool {
 			s := r.Stats()
-			return s.Outcomes[otelqueue.OutcomeError] == errs && s.Outcomes[otelqueue.OutcomeSuccess] == successes && e.q.Stats().InFlight == 0
+			return s.Count(otelqueue.OutcomeError) == errs && s.Count(otelqueue.OutcomeSuccess) == successes && e.q.Stats().InFlight == 0
 		})
 	}
 	lines := func(want int) []logRecord {
@@ -215,7 +215,7 @@ func TestRunnerLogRateLimitOptions(t *testing.T) {
 				e.q.Add(fmt.Sprint(i))
 			}
 			runRunner(t, r)
-			testutil.WaitFor(t, "5 errors", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeError] == 5 && e.q.Stats().InFlight == 0 })
+			testutil.WaitFor(t, "5 errors", func() bool { return r.Stats().Count(otelqueue.OutcomeError) == 5 && e.q.Stats().InFlight == 0 })
 			if n := len(logs.all()); n != tc.lines {
 				t.Errorf("%d lines, want %d", n, tc.lines)
 			}

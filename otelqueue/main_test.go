@@ -359,8 +359,8 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 	return root, queued, reconcile
 }
 
-// outcomeCounts is the type of RunnerStats.Outcomes, for literals.
-type outcomeCounts = [len(otelqueue.RunnerStats{}.Outcomes)]uint64
+// outcomeCounts are a RunnerStats' counts by outcome, for literals.
+type outcomeCounts = otelqueue.OutcomeCounts
 
 // newRunner is otelqueue.NewRunner for the tests. With OTELQUEUE_TEST_ADAPTIVE
 // set (make test runs the package once so), a Runner of an instrumented

@@ -314,7 +314,7 @@ func TestMetricsRunner(t *testing.T) {
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
 		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
 		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
-	if s := r.Stats(); s != (otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeSuccess: 2, otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeue: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomePanic: 1}}) {
+	if s := r.Stats(); s != (otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeSuccess: 2, otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeue: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomePanic: 1})) {
 		t.Errorf("Runner.Stats() = %+v", s)
 	}
 

@@ -116,8 +116,13 @@ func TestOutcomeNames(t *testing.T) {
 		otelqueue.OutcomeRequeueAfter: "requeue_after",
 		otelqueue.OutcomePanic:        "panic",
 	}
-	if n := len(otelqueue.RunnerStats{}.Outcomes); n != len(want) {
-		t.Fatalf("RunnerStats.Outcomes has %d entries, want %d", n, len(want))
+	if n := len(outcomeCounts{}); n != len(want) {
+		t.Fatalf("RunnerStats counts %d outcomes, want %d", n, len(want))
+	}
+	st := otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeError: 3, otelqueue.OutcomePanic: 1})
+	if st.Count(otelqueue.OutcomeError) != 3 || st.Count(otelqueue.OutcomePanic) != 1 || st.Count(otelqueue.OutcomeSuccess) != 0 || st.Count(otelqueue.Outcome(200)) != 0 || st.Reconciles() != 4 {
+		t.Errorf("Count: error %d, panic %d, success %d, Outcome(200) %d, Reconciles %d; want 3, 1, 0, 0, 4",
+			st.Count(otelqueue.OutcomeError), st.Count(otelqueue.OutcomePanic), st.Count(otelqueue.OutcomeSuccess), st.Count(otelqueue.Outcome(200)), st.Reconciles())
 	}
 	for o, name := range want {
 		if o.String() != name {

@@ -51,16 +51,24 @@ type RunnerStats struct {
 	// and by Workers, is the workers' utilization (1 when every worker was
 	// busy all the time).
 	Busy time.Duration
-	// Outcomes counts finished reconciles by outcome, indexed by Outcome:
-	// Outcomes[OutcomeError] is the number of reconciles that returned an
-	// error.
-	Outcomes [numOutcomes]uint64
+	// outcomes counts finished reconciles by outcome: Count.
+	outcomes [numOutcomes]uint64
+}
+
+// Count returns the number of finished reconciles whose outcome is o:
+// Count(OutcomeError) is the number that returned an error; 0 for a value
+// that is none of the Outcome constants.
+func (s RunnerStats) Count(o Outcome) uint64 {
+	if o < numOutcomes {
+		return s.outcomes[o]
+	}
+	return 0
 }
 
 // Reconciles returns the number of finished reconciles, of every outcome.
 func (s RunnerStats) Reconciles() uint64 {
 	var n uint64
-	for _, c := range s.Outcomes {
+	for _, c := range s.outcomes {
 		n += c
 	}
 	return n
@@ -169,7 +177,7 @@ func (r *Runner[K]) Stats() RunnerStats {
 		Busy:          c.busy.total(),
 	}
 	for o := range c.outcomes {
-		st.Outcomes[o] = c.outcomes[o].Load()
+		st.outcomes[o] = c.outcomes[o].Load()
 	}
 	return st
 }

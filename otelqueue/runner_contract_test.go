@@ -128,7 +128,7 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			}
 			q.Add("a")
 			stop := runRunner(t, r)
-			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && q.Stats().InFlight == 0 })
+			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && q.Stats().InFlight == 0 })
 			rm := e.collect(t)
 			assertMetrics(t, rm, noTime,
 				intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, 0),
@@ -244,16 +244,16 @@ func TestRunnerGoexit(t *testing.T) {
 		}
 	})
 	e.q.Add("exit")
-	testutil.WaitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the attempt that calls Goexit", func() bool { return r.Stats().Count(otelqueue.OutcomePanic) == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // its retry, after the backoff, succeeds
-	testutil.WaitFor(t, "its retry", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "its retry", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && e.q.Stats().InFlight == 0 })
 	// Both workers still there: two reconciles at once.
 	e.q.Add("a")
 	e.q.Add("b")
 	testutil.Receive(t, running, "a reconcile")
 	testutil.Receive(t, running, "a second reconcile at the same time")
 	close(release)
-	testutil.WaitFor(t, "a and b", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 3 })
+	testutil.WaitFor(t, "a and b", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 3 })
 	select {
 	case err := <-done:
 		t.Fatalf("Run returned %v with its ctx live", err)

@@ -93,7 +93,7 @@ func TestRunnerConcurrency(t *testing.T) {
 	for range len(keys) - workers {
 		seen[testutil.Receive(t, started, "a reconcile")] = true
 	}
-	testutil.WaitFor(t, "five successes", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == uint64(len(keys)) })
+	testutil.WaitFor(t, "five successes", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == uint64(len(keys)) })
 	testutil.WaitFor(t, "no active worker", func() bool { return r.Stats().ActiveWorkers == 0 })
 	stop()
 	if len(seen) != len(keys) {
@@ -132,7 +132,7 @@ func TestRunnerSameKeyNeverConcurrent(t *testing.T) {
 	release <- struct{}{}
 	testutil.Receive(t, started, "the second reconcile")
 	release <- struct{}{}
-	testutil.WaitFor(t, "two successes", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 2 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "two successes", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 2 && e.q.Stats().InFlight == 0 })
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d reconciles, want 2", n)
 	}
@@ -201,7 +201,7 @@ func TestRunnerResults(t *testing.T) {
 			t.Errorf("NumRequeues after success = %d, want 0 (forgotten)", n)
 		}
 		testutil.WaitFor(t, "the results", func() bool {
-			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeRequeue: 2, otelqueue.OutcomeSuccess: 1}}
+			return r.Stats() == otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeRequeue: 2, otelqueue.OutcomeSuccess: 1})
 		})
 	})
 
@@ -220,7 +220,7 @@ func TestRunnerResults(t *testing.T) {
 		e.step(time.Second)
 		settled(t, e, calls, 3)
 		testutil.WaitFor(t, "the results", func() bool {
-			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomeSuccess: 1}}
+			return r.Stats() == otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomeSuccess: 1})
 		})
 		if st := e.q.Stats(); st.Retries != 2 {
 			t.Errorf("retries %d, want 2 (one AddRateLimited, one AddAfter)", st.Retries)
@@ -241,7 +241,7 @@ func TestRunnerResults(t *testing.T) {
 		e.step(time.Second)
 		settled(t, e, calls, 3)
 		testutil.WaitFor(t, "the results", func() bool {
-			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeError: 2, otelqueue.OutcomeSuccess: 1}}
+			return r.Stats() == otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeError: 2, otelqueue.OutcomeSuccess: 1})
 		})
 	})
 
@@ -251,7 +251,7 @@ func TestRunnerResults(t *testing.T) {
 		e.step(time.Second) // the rate limiter's backoff, not the hour
 		settled(t, e, calls, 2)
 		testutil.WaitFor(t, "the results", func() bool {
-			return r.Stats() == otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomeError: 1, otelqueue.OutcomeSuccess: 1}}
+			return r.Stats() == otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeError: 1, otelqueue.OutcomeSuccess: 1})
 		})
 	})
 }
@@ -279,18 +279,18 @@ func TestRunnerPanic(t *testing.T) {
 	if k := testutil.Receive(t, done, "the good key"); k != "good" {
 		t.Fatalf("reconciled %q", k)
 	}
-	testutil.WaitFor(t, "the panic", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the panic", func() bool { return r.Stats().Count(otelqueue.OutcomePanic) == 1 && e.q.Stats().InFlight == 0 })
 	if n := e.q.NumRequeues("bad"); n != 1 {
 		t.Errorf("NumRequeues after a panic = %d, want 1", n)
 	}
 	e.step(time.Second)
-	testutil.WaitFor(t, "the second panic", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 2 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the second panic", func() bool { return r.Stats().Count(otelqueue.OutcomePanic) == 2 && e.q.Stats().InFlight == 0 })
 	e.step(2 * time.Second)
 	if k := testutil.Receive(t, done, "the bad key, at last"); k != "bad" {
 		t.Fatalf("reconciled %q", k)
 	}
 	testutil.WaitFor(t, "the results", func() bool {
-		return r.Stats() == otelqueue.RunnerStats{Workers: 1, Outcomes: outcomeCounts{otelqueue.OutcomePanic: 2, otelqueue.OutcomeSuccess: 2}}
+		return r.Stats() == otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomePanic: 2, otelqueue.OutcomeSuccess: 2})
 	})
 }
 
@@ -339,7 +339,7 @@ func TestRunnerShutdown(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("%d reconciles, want 1", n)
 	}
-	if r.Stats().Outcomes[otelqueue.OutcomeSuccess] != 1 {
+	if r.Stats().Count(otelqueue.OutcomeSuccess) != 1 {
 		t.Errorf("Runner stats %+v", r.Stats())
 	}
 }

@@ -324,9 +324,9 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	enq, enqSC := e.enqueuer(t, "handler")
 	e.q.AddContext(enq, "a")
 	stop := runRunner(t, r)
-	testutil.WaitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeError] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the failed attempt's Done", func() bool { return r.Stats().Count(otelqueue.OutcomeError) == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second) // the backoff
-	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()
@@ -425,9 +425,9 @@ func TestTracePanic(t *testing.T) {
 	}
 	e.q.Add("a")
 	stop := runRunner(t, r)
-	testutil.WaitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomePanic] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the panicking attempt's Done", func() bool { return r.Stats().Count(otelqueue.OutcomePanic) == 1 && e.q.Stats().InFlight == 0 })
 	e.step(time.Second)
-	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 && e.q.Stats().InFlight == 0 })
+	testutil.WaitFor(t, "the retry's Done", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && e.q.Stats().InFlight == 0 })
 	stop()
 
 	spans := e.sr.Ended()

@@ -94,13 +94,13 @@ func TestRunnerBusy(t *testing.T) {
 		t.Errorf("two workers busy for 3s: Busy %v, want 6s", b)
 	}
 	close(release["a"])
-	testutil.WaitFor(t, "a's end", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 1 })
+	testutil.WaitFor(t, "a's end", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 })
 	e.step(time.Second)
 	if b := r.Stats().Busy; b != 7*time.Second {
 		t.Errorf("a worked 3s, b 4s so far: Busy %v, want 7s", b)
 	}
 	close(release["b"])
-	testutil.WaitFor(t, "b's end", func() bool { return r.Stats().Outcomes[otelqueue.OutcomeSuccess] == 2 })
+	testutil.WaitFor(t, "b's end", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 2 })
 	e.step(time.Hour)
 	if s := r.Stats(); s.Busy != 7*time.Second || s.Workers != 2 {
 		t.Errorf("idle for an hour: Busy %v, Workers %d; want 7s, 2", s.Busy, s.Workers)

@@ -153,7 +153,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			rs := runner.Stats()
 			return rs.Busy, rs.Reconciles()
 		}
-		failed := func() uint64 { return runner.Stats().Outcomes[otelqueue.OutcomeError] }
+		failed := func() uint64 { return runner.Stats().Count(otelqueue.OutcomeError) }
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Objects: objects}
 		if cfg.Adaptive.On() {
 			m.Adaptive, m.Range = runner.AdaptiveStats, cfg.Adaptive
@@ -169,7 +169,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	cluster.Close()
 	st, rs := queue.Stats(), runner.Stats()
 	log.Printf("final: %d adds, %d retries, %d reconciles (%d ok, %d errors, %d panics, %d interrupted by the stop), %d keys left pending",
-		st.Adds, st.Retries, rs.Reconciles(), rs.Outcomes[otelqueue.OutcomeSuccess], rs.Outcomes[otelqueue.OutcomeError], rs.Outcomes[otelqueue.OutcomePanic], c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
+		st.Adds, st.Retries, rs.Reconciles(), rs.Count(otelqueue.OutcomeSuccess), rs.Count(otelqueue.OutcomeError), rs.Count(otelqueue.OutcomePanic), c.interrupted.Load(), st.Depth+st.Delayed+st.Held)
 	return err
 }
 
