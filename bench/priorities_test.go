@@ -44,7 +44,7 @@ var priorityVariants = []struct {
 }{
 	{"crpriorityqueue", func(name string) priorityQueue { return crPriorities{priorityqueue.New[string](name)} }},
 	{"scheduler", func(name string) priorityQueue {
-		return schedPriorities{scheduler.New(scheduler.Config[string]{Name: name, ControllerRuntimeOrder: true, StopOnShutDown: true})}
+		return schedPriorities{scheduler.New(scheduler.Config[string]{Name: name, OrderByAdd: true, StopOnShutDown: true})}
 	}},
 }
 

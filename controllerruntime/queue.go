@@ -48,7 +48,7 @@ func NewTypedQueue[request comparable](opts ...otelqueue.Option) func(controller
 }
 
 func newQueue[request comparable](name string, rl workqueue.TypedRateLimiter[request], opts []otelqueue.Option) *Queue[request] {
-	q := &Queue[request]{Scheduler: scheduler.New(scheduler.Config[request]{Name: name, RateLimiter: rl, StopOnShutDown: true, ControllerRuntimeOrder: true})}
+	q := &Queue[request]{Scheduler: scheduler.New(scheduler.Config[request]{Name: name, RateLimiter: rl, StopOnShutDown: true, OrderByAdd: true})}
 	inst, err := otelqueue.Instrument(q.Scheduler, opts...)
 	if err != nil {
 		otel.Handle(fmt.Errorf("otelqueue/controllerruntime: queue %q works uninstrumented: %w", name, err))

@@ -170,11 +170,11 @@ func TestMetricsHeldKey(t *testing.T) {
 }
 
 // TestMetricsKeyInLineWhileProcessed: with the scheduler's
-// ControllerRuntimeOrder, the key added again while processed counts in
+// OrderByAdd, the key added again while processed counts in
 // the depth and the oldest pending item from its add, as
 // controller-runtime's workqueue_depth does.
 func TestMetricsKeyInLineWhileProcessed(t *testing.T) {
-	e := newEnv(t, envConfig{sched: scheduler.Config[string]{ControllerRuntimeOrder: true}})
+	e := newEnv(t, envConfig{sched: scheduler.Config[string]{OrderByAdd: true}})
 	q := e.q
 	q.Add("a")
 	e.getKey(t, "a")

@@ -179,7 +179,7 @@ func TestTraceWaitReasons(t *testing.T) {
 		run                       func(t *testing.T, e *env)
 		enqueued, ready, dequeued time.Duration
 		debounce                  time.Duration
-		crOrder                   bool // scheduler.Config.ControllerRuntimeOrder
+		crOrder                   bool // scheduler.Config.OrderByAdd
 		// wantWait is the sum of the queue-wait histogram: DequeuedAt -
 		// ReadyAt, client-go's meaning, not the queued span's length.
 		wantWait float64
@@ -229,7 +229,7 @@ func TestTraceWaitReasons(t *testing.T) {
 		}, enqueued: time.Second, ready: 2 * time.Second, dequeued: 3 * time.Second, wantWait: 1},
 	} {
 		t.Run(fmt.Sprint(tc.reason, map[bool]string{true: " (controller-runtime order)"}[tc.crOrder]), func(t *testing.T) {
-			e := newEnv(t, envConfig{sched: scheduler.Config[string]{Debounce: tc.debounce, ControllerRuntimeOrder: tc.crOrder}})
+			e := newEnv(t, envConfig{sched: scheduler.Config[string]{Debounce: tc.debounce, OrderByAdd: tc.crOrder}})
 			tc.run(t, e)
 			e.getKey(t, "a")
 			e.q.Done("a")

@@ -69,9 +69,12 @@ type Config[K comparable] struct {
 	// is left.
 	StopOnShutDown bool
 
-	// ControllerRuntimeOrder orders keys as controller-runtime's priority
-	// queue does, where client-go's queue and controller-runtime's differ
-	// (docs/scheduler.md has a table of both):
+	// OrderByAdd keeps a key added again in the place of its add: in line
+	// at once when added during its run, and in the place of its first add
+	// when a delayed key is added again with no delay. It is how
+	// controller-runtime's priority queue orders keys where it differs from
+	// client-go's queue (docs/scheduler.md has a table of both; package
+	// controllerruntime sets it):
 	//   - A key added while its previous run is in flight joins the queue at
 	//     once: Len, Stats().Depth and DepthByPriority count it (at its
 	//     priority), a delay asked for runs from the add, and once Done ends
@@ -84,7 +87,7 @@ type Config[K comparable] struct {
 	//   - A delayed key added again with no delay becomes ready in the place
 	//     of its first add among the keys of its priority; by default, at
 	//     the end.
-	ControllerRuntimeOrder bool
+	OrderByAdd bool
 }
 
 // Validate reports every field of c that New would have to replace, joined in
@@ -117,7 +120,7 @@ type settings struct {
 // settings returns the values the scheduler runs with, c's invalid fields
 // replaced as Config documents.
 func (c Config[K]) settings() settings {
-	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown, crOrder: c.ControllerRuntimeOrder}
+	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown, crOrder: c.OrderByAdd}
 	if s.maxLinks == 0 {
 		s.maxLinks = DefaultMaxLinks
 	}

@@ -49,7 +49,7 @@ func (s *Scheduler[K]) Done(key K) {
 	case e.place == inReady:
 		s.unlockLocked(e, now)
 		signal = true
-	case e.pending: // delayed (Config.ControllerRuntimeOrder): nothing to do
+	case e.pending: // delayed (Config.OrderByAdd): nothing to do
 	default:
 		s.forgetLocked(e)
 	}
@@ -81,7 +81,7 @@ func (s *Scheduler[K]) endRunLocked(e *entry[K]) *proc[K] {
 }
 
 // unlockLocked lets the ready run of e, which waited in its place for the
-// run that just ended (Config.ControllerRuntimeOrder), be handed out.
+// run that just ended (Config.OrderByAdd), be handed out.
 func (s *Scheduler[K]) unlockLocked(e *entry[K], now int64) {
 	if e.readyAt < now {
 		e.readyAt, e.reason = now, WaitHeld

@@ -43,7 +43,7 @@ func (q *fifo[K]) firstUnlocked() *entry[K] {
 
 // push puts sl in its place by ord, growing the ring when it is full: at
 // the end, unless sl comes from before the last slot (a delayed key that
-// keeps its place, Config.ControllerRuntimeOrder). It reports whether sl is
+// keeps its place, Config.OrderByAdd). It reports whether sl is
 // now the first slot.
 func (q *fifo[K]) push(sl slot[K]) bool {
 	if q.n == len(q.buf) {

@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// TestControllerRuntimeOrderReaddWhileProcessing: with
-// ControllerRuntimeOrder a key added while it is processed is in line at
+// TestOrderByAddReaddWhileProcessing: with
+// OrderByAdd a key added while it is processed is in line at
 // once (Len, Depth, DepthByPriority count it; Held does not), is not handed
 // out before its Done, and then comes in the order of its add; its wait runs
 // from its add, with reason WaitHeld. Without it, client-go's queue: held out
 // of sight, then behind the keys added meanwhile.
-func TestControllerRuntimeOrderReaddWhileProcessing(t *testing.T) {
+func TestOrderByAddReaddWhileProcessing(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cr         bool
@@ -27,7 +27,7 @@ func TestControllerRuntimeOrderReaddWhileProcessing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := named()
-			cfg.ControllerRuntimeOrder = tc.cr
+			cfg.OrderByAdd = tc.cr
 			s, fc := newFake(t, cfg)
 			s.Add("a")
 			mustGetKey(t, s, "a")
@@ -71,10 +71,10 @@ func TestControllerRuntimeOrderReaddWhileProcessing(t *testing.T) {
 	}
 }
 
-// TestControllerRuntimeOrderDelayedReaddKeepsPlace: with
-// ControllerRuntimeOrder a delayed key added again with no delay becomes
+// TestOrderByAddDelayedReaddKeepsPlace: with
+// OrderByAdd a delayed key added again with no delay becomes
 // ready in the place of its first add; without it, at the end.
-func TestControllerRuntimeOrderDelayedReaddKeepsPlace(t *testing.T) {
+func TestOrderByAddDelayedReaddKeepsPlace(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cr   bool
@@ -85,7 +85,7 @@ func TestControllerRuntimeOrderDelayedReaddKeepsPlace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := named()
-			cfg.ControllerRuntimeOrder = tc.cr
+			cfg.OrderByAdd = tc.cr
 			s, _ := newFake(t, cfg)
 			s.AddAfter("a", time.Hour)
 			s.Add("b")

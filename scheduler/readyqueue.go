@@ -41,7 +41,7 @@ type level[K comparable] struct {
 	prio int
 	n    int // ready entries at this priority
 	// locked is the number of those whose key is being processed
-	// (Config.ControllerRuntimeOrder): counted, and kept in their place, but
+	// (Config.OrderByAdd): counted, and kept in their place, but
 	// not handed out until their run in flight is done.
 	locked int
 	q      fifo[K]
