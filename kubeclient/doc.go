@@ -41,6 +41,8 @@
 // Clients built from the returned config — client-go clientsets
 // (kubernetes.NewForConfig), dynamic clients, controller-runtime's
 // client.New and manager (ctrl.Options through manager.New(cfg, ...)) —
-// all share its instrumented limiter, as kubernetes.NewForConfig shares one
-// limiter among its API groups.
+// have the request budget they have without instrumentation: the config's
+// own RateLimiter, shared as client-go shares it, or the token bucket
+// client-go builds from QPS and Burst for each of them (whose waits are not
+// measured: see Instrument).
 package kubeclient

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -67,57 +66,66 @@ var requestDurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2
 // limiterBuckets go from 1ms to 60s: a token taken at once is in the first.
 var limiterBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// Instrument returns a copy of cfg whose client-side rate limiter and
-// transport are instrumented (see the package documentation); cfg itself is
-// not changed. Build every client that reconcilers use from the copy.
+// Instrument returns a copy of cfg whose transport, and client-side rate
+// limiter when cfg sets one, are instrumented (see the package
+// documentation); cfg itself is not changed. Build every client that
+// reconcilers use from the copy.
 //
-// The rate limiter is cfg.RateLimiter when set, otherwise the token bucket
-// client-go would build from cfg.QPS and cfg.Burst (5 and 10 when zero; none
-// when QPS is negative, as controller-runtime's GetConfig sets it), made
-// here once and shared by every client built from the copy.
+// The copy limits requests exactly as cfg does: every client built from it
+// has the budget it would have without instrumentation. A RateLimiter that
+// cfg sets (shared by the clients built from cfg, as client-go shares it) is
+// wrapped to measure its waits. Without one, client-go builds a token bucket
+// from QPS and Burst for each clientset or REST client it makes, as always;
+// those waits are not measured (client-go gives no hook for them): to see
+// them in kubernetes.client.rate_limiter.duration and the attempts'
+// workqueue.client.rate_limiter.duration, set the limiter yourself before
+// Instrument, cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS,
+// cfg.Burst), which every client built from the config then shares.
 //
-// Instrument refuses a nil config, a config it returned (instrumenting twice
-// would count every request twice), a negative Burst with a positive QPS
-// (client-go's limiter would refuse every request), and nil providers given
-// as options. Errors in creating instruments go to otel.Handle and leave
-// the others working.
+// Instrument refuses a nil config, a config it returned or a copy of one
+// (instrumenting twice would count every request twice), a negative Burst
+// with a positive QPS and no RateLimiter (client-go would refuse to build a
+// client from it), and nil providers given as options. Errors in creating
+// instruments go to otel.Handle and leave the others working.
 func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 	if cfg == nil {
 		return nil, errors.New("kubeclient: Instrument needs a *rest.Config, got nil")
 	}
-	if _, ok := cfg.RateLimiter.(*limiter); ok {
+	if _, ok := cfg.RateLimiter.(*limiter); ok || instrumented(cfg) {
 		return nil, errors.New("kubeclient: the config is instrumented already (it came from Instrument): instrumenting it again would count every request twice")
 	}
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	base := cfg.RateLimiter
-	if base == nil {
-		qps, burst := cfg.QPS, cfg.Burst
-		if qps == 0 {
-			qps = rest.DefaultQPS
-		}
-		if burst == 0 {
-			burst = rest.DefaultBurst
-		}
-		if qps > 0 {
-			if burst < 0 {
-				return nil, fmt.Errorf("kubeclient: the config's Burst is %d with QPS %g: a token bucket with a negative burst lets no request through; use a Burst of 1 or more (0 for client-go's default of %d)", cfg.Burst, cfg.QPS, rest.DefaultBurst)
-			}
-			base = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
-		}
+	if cfg.RateLimiter == nil && cfg.QPS > 0 && cfg.Burst < 0 {
+		return nil, fmt.Errorf("kubeclient: the config's Burst is %d with QPS %g: a token bucket with a negative burst lets no request through; use a Burst of 1 or more (0 for client-go's default of %d)", cfg.Burst, cfg.QPS, rest.DefaultBurst)
 	}
 
 	clientwork.Enable() // otelqueue's attempts carry a Work from now on
 	in := newInstruments(c.meterProvider)
 	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version))
 	out := rest.CopyConfig(cfg)
-	out.RateLimiter = &limiter{base: base, tracer: tracer, wait: in.limiter}
+	if cfg.RateLimiter != nil {
+		out.RateLimiter = &limiter{base: cfg.RateLimiter, tracer: tracer, wait: in.limiter}
+	}
 	out.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		if _, ok := next.(*transport); ok {
+			return next // instrumented below: count once
+		}
 		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request, watches: in.watches}
 	})
 	return out, nil
+}
+
+// instrumented reports whether cfg's transport wrappers include this
+// package's: cfg came from Instrument (or is a copy of a config that did).
+func instrumented(cfg *rest.Config) bool {
+	if cfg.WrapTransport == nil {
+		return false
+	}
+	_, ok := cfg.WrapTransport(http.DefaultTransport).(*transport)
+	return ok
 }
 
 type instruments struct {

@@ -339,43 +339,80 @@ func TestInstrumentRefuses(t *testing.T) {
 	}
 }
 
-func TestInstrumentKeepsTheConfigsLimits(t *testing.T) {
-	orig := &rest.Config{Host: "http://127.0.0.1:1", QPS: 7, Burst: 3}
-	cfg, err := kubeclient.Instrument(orig)
+// TestInstrumentKeepsEachClientsBudget: every client built from an
+// instrumented config has the request budget it has without
+// instrumentation. Two clientsets from one config with QPS 1 and Burst 1
+// each get their own token bucket, as client-go builds them: each makes a
+// request at once, and a second one on the same clientset would have to
+// wait (client-go's limiter refuses a wait past the request's deadline at
+// once). A RateLimiter the config sets is shared, with and without
+// instrumentation, and the instrumented one measures it.
+func TestInstrumentKeepsEachClientsBudget(t *testing.T) {
+	srv := newAPIServer(t)
+	get := func(cs kubernetes.Interface) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := cs.CoreV1().ConfigMaps("demo").Get(ctx, "a", metav1.GetOptions{})
+		return err
+	}
+	newCS := func(cfg *rest.Config) kubernetes.Interface {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	orig := &rest.Config{Host: srv.URL, QPS: 1, Burst: 1}
+	icfg, err := kubeclient.Instrument(orig, newTelemetry(t).options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if orig.RateLimiter != nil || orig.WrapTransport != nil {
 		t.Errorf("Instrument changed the config it was given")
 	}
-	if got := cfg.RateLimiter.QPS(); got != 7 {
-		t.Errorf("QPS 7: the instrumented limiter has %v", got)
-	}
-	// Burst 3: three tokens at once, not a fourth.
-	for i := range 3 {
-		if !cfg.RateLimiter.TryAccept() {
-			t.Fatalf("token %d of a burst of 3 refused", i+1)
+	for _, tc := range []struct {
+		name string
+		cfg  *rest.Config
+	}{{"without instrumentation", orig}, {"instrumented", icfg}} {
+		a, b := newCS(tc.cfg), newCS(tc.cfg)
+		if err := get(a); err != nil {
+			t.Errorf("%s: the first clientset's first request: %v", tc.name, err)
+		}
+		if err := get(b); err != nil {
+			t.Errorf("%s: the second clientset's first request: %v (its budget is not its own)", tc.name, err)
+		}
+		if err := get(a); err == nil {
+			t.Errorf("%s: the first clientset's second request within 300ms at QPS 1, Burst 1 was not limited", tc.name)
+		}
+		la, lb := a.CoreV1().RESTClient().GetRateLimiter(), b.CoreV1().RESTClient().GetRateLimiter()
+		if la == nil || lb == nil || la == lb || la.QPS() != 1 {
+			t.Errorf("%s: limiters %v and %v, want one of QPS 1 for each clientset", tc.name, la, lb)
 		}
 	}
-	if cfg.RateLimiter.TryAccept() {
-		t.Errorf("a fourth token at once with Burst 3")
+
+	// A limiter of the config's own: shared by its clients either way.
+	own := flowcontrol.NewTokenBucketRateLimiter(1, 1)
+	shared, err := kubeclient.Instrument(&rest.Config{Host: srv.URL, RateLimiter: own})
+	if err != nil {
+		t.Fatal(err)
 	}
-	def, _ := kubeclient.Instrument(&rest.Config{})
-	if got := def.RateLimiter.QPS(); got != rest.DefaultQPS {
-		t.Errorf("QPS 0: %v, want client-go's default %v", got, rest.DefaultQPS)
+	a, b := newCS(shared), newCS(shared)
+	if err := get(a); err != nil {
+		t.Errorf("the shared limiter's first request: %v", err)
 	}
-	none, _ := kubeclient.Instrument(&rest.Config{QPS: -1})
-	for range 100 {
-		if !none.RateLimiter.TryAccept() {
-			t.Fatalf("QPS -1 (no client-side limit) refused a token")
-		}
+	if err := get(b); err == nil {
+		t.Errorf("a second clientset's request on the config's own limiter (QPS 1, Burst 1, one token used) was not limited")
 	}
-	if got := none.RateLimiter.QPS(); got != 0 {
-		t.Errorf("QPS -1: the limiter reports %v, want 0 (none)", got)
+	if shared.RateLimiter == own || shared.RateLimiter.QPS() != 1 {
+		t.Errorf("the config's own limiter: %v, want it wrapped (measured) with its QPS 1", shared.RateLimiter)
 	}
-	own := flowcontrol.NewFakeNeverRateLimiter()
-	wrapped, _ := kubeclient.Instrument(&rest.Config{RateLimiter: own})
-	if wrapped.RateLimiter.TryAccept() {
-		t.Errorf("the config's own RateLimiter was not the one used")
+
+	// QPS -1: no client-side limit, as client-go.
+	none, err := kubeclient.Instrument(&rest.Config{Host: srv.URL, QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := newCS(none).CoreV1().RESTClient().GetRateLimiter(); l != nil {
+		t.Errorf("QPS -1: a limiter %v, want none", l)
 	}
 }
