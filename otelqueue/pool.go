@@ -56,7 +56,12 @@ type pool struct {
 
 	sig   signals
 	limit atomic.Int64
-	next  atomic.Int64 // no evaluation before this time (UnixNano)
+	// next is the time of the next evaluation, in nanoseconds since start
+	// (attach's reading of the clock): a difference of two readings, which
+	// a real clock measures on its monotonic clock, so that a wall clock
+	// set back does not stop the decisions (comparing UnixNano would).
+	next  atomic.Int64
+	start time.Time
 
 	mu       sync.Mutex
 	detached bool // by detach: no decision is applied any more
@@ -113,7 +118,8 @@ func (p *pool) attach() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.prev = p.snapshot(now)
-	p.next.Store(now.Add(p.interval).UnixNano())
+	p.start = now
+	p.next.Store(int64(p.interval))
 	if !p.b.pool.CompareAndSwap(nil, p) {
 		return errPoolTaken(p.queue)
 	}
@@ -236,19 +242,23 @@ func (p *pool) window(a, b *snapshot) window {
 	return w
 }
 
+// since returns the nanoseconds from attach to now.
+func (p *pool) since(now time.Time) int64 { return int64(now.Sub(p.start)) }
+
 // evaluate decides, once an interval has passed since the last decision,
 // and applies the change if any; span, if recording, is the attempt whose
 // end called it, and gets an event for a change.
 func (p *pool) evaluate(now time.Time, span trace.Span) {
-	if now.UnixNano() < p.next.Load() {
+	if p.since(now) < p.next.Load() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now.UnixNano() < p.next.Load() {
+	since := p.since(now)
+	if since < p.next.Load() {
 		return
 	}
-	p.next.Store(now.Add(p.interval).UnixNano())
+	p.next.Store(since + int64(p.interval))
 	if p.detached || p.b.client.Load() == nil {
 		return // detached, or not instrumented (any more): nothing to decide on
 	}
