@@ -70,10 +70,24 @@ const (
 	// minStep is the smallest shrink for low utilization (but to Min) and
 	// the smallest step that goes on with an ascent.
 	minStep = 2
-	// workChangeCPU: besides doubling, the CPU per reconcile must grow by
-	// this much for the work to count as changed (the CPU time of a
-	// reconcile that does next to nothing is noise).
-	workChangeCPU = time.Millisecond
+	// workChangeCPU: besides growing workChangeFactor times, the CPU per
+	// reconcile must grow by this much for the work to count as changed
+	// (the CPU time of a reconcile that does next to nothing is noise).
+	workChangeCPU    = time.Millisecond
+	workChangeFactor = 2
+	// minBaseDivisor: the base work time (the typical one less the waits
+	// for the limiter and Retry-After) is at least the typical one divided
+	// by this: waits measured a little longer than the work they were part
+	// of must not make it zero.
+	minBaseDivisor = 100
+	// heldFactor: a run in flight for longer than the window and this many
+	// typical work times holds its worker apart from the typical work: the
+	// runs over the concurrency the throughput explains count as demand.
+	heldFactor = 4
+	// gradientStep: the no-load time is compared (a latency gradient, a
+	// changed work) only with at least this many more reconciles running
+	// at once than when it was measured.
+	gradientStep = 1
 	// staleWindows: windows in a row whose work is slower than the no-load
 	// time at the concurrency it was measured at make their work time the
 	// no-load one.
@@ -286,7 +300,7 @@ func measure(w *window) figures {
 			f.typical = f.work
 		}
 		waits := time.Duration(float64(w.limiterWait+w.retryAfterWait) / n)
-		f.base = max(f.typical-waits, f.typical/100)
+		f.base = max(f.typical-waits, f.typical/minBaseDivisor)
 		if w.work > 0 {
 			f.limiter = w.limiterWait.Seconds() / w.work.Seconds()
 			f.retryAfter = w.retryAfterWait.Seconds() / w.work.Seconds()
@@ -320,7 +334,7 @@ func (c *controller) estimate(f *figures, w *window) {
 	// running than when it was measured. Otherwise the work itself changed
 	// (an initial list of reconciles with nothing to do, then real ones),
 	// not the concurrency.
-	f.gradient = c.noLoad > 0 && f.concurrency >= c.noLoadBusy+1 && c.noLoad < f.base
+	f.gradient = c.noLoad > 0 && f.concurrency >= c.noLoadBusy+gradientStep && c.noLoad < f.base
 	if f.sample {
 		ref := f.base
 		if f.gradient {
@@ -344,7 +358,7 @@ func (c *controller) estimate(f *figures, w *window) {
 	work := f.typical
 	if w.done == 0 {
 		work = max(c.noLoad, w.longest)
-	} else if w.longest > max(w.dur, 4*f.typical) {
+	} else if w.longest > max(w.dur, heldFactor*f.typical) {
 		f.held = max(1, w.inFlight-int(math.Ceil(f.concurrency)))
 	}
 	a := (f.arrivals + float64(w.depth)/drainHorizon.Seconds()) * work.Seconds()
@@ -375,16 +389,16 @@ func (c *controller) learn(f *figures) {
 	case c.noLoad == 0 || c.smoothBase < c.noLoad:
 		c.noLoad, c.noLoadBusy, c.staleRun = c.smoothBase, c.smoothBusy, 0
 		c.noLoadCPU, c.noLoadCPUBound = f.cpuPer, f.cpuBound()
-	case c.noLoadCPU > 0 && f.cpuPer > 2*c.noLoadCPU+workChangeCPU:
-		// Each reconcile costs more than twice the CPU it cost when the
-		// no-load time was measured: the work changed (an initial list of
+	case c.noLoadCPU > 0 && f.cpuPer > workChangeFactor*c.noLoadCPU+workChangeCPU:
+		// Each reconcile costs more than workChangeFactor times the CPU
+		// it cost when the no-load time was measured: the work changed (an initial list of
 		// reconciles with nothing to do, then real ones), whatever the
 		// concurrency or a full CPU make of its time. Its time now is the
 		// no-load one.
 		c.smoothBase, c.smoothBusy = f.base, f.concurrency
 		c.noLoad, c.noLoadBusy, c.staleRun = f.base, f.concurrency, 0
 		c.noLoadCPU, c.noLoadCPUBound = f.cpuPer, f.cpuBound()
-	case !f.cpuBound() && f.concurrency < c.noLoadBusy+1 && float64(f.base) > (1+excessShare)*float64(c.noLoad):
+	case !f.cpuBound() && f.concurrency < c.noLoadBusy+gradientStep && float64(f.base) > (1+excessShare)*float64(c.noLoad):
 		// Slower at the concurrency the no-load time was measured at: the
 		// work changed (an initial list of no-op reconciles, then real
 		// ones). Three such windows in a row make the new work time the
