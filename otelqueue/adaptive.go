@@ -33,6 +33,11 @@ const (
 // workers. docs/tuning.md ("Adaptive workers") describes the rule and how
 // to read its decisions.
 //
+// Experimental: the rule meets its targets in seeded simulations of a few
+// loads (docs/tuning.md says which, and what they do not show), and may
+// change in a minor release as real controllers show where it errs; the
+// option's fields and AdaptiveStats stay.
+//
 // It is an option of NewRunner, where the Runner's worker count is the
 // starting count and the Runner runs Max goroutines, and of Instrument (so
 // of package controllerruntime's New and NewQueue), where it gates the
