@@ -20,7 +20,7 @@
 // otelqueue.MetricWorkers (workqueue_workers), so that the workers'
 // utilization is one PromQL expression. [ObjectLinkSource] links each attempt
 // to the last writer of the object its request names, read from the
-// object's tracing.k8s.io/traceparent annotation in the manager's cache:
+// object's otelqueue.github.io/traceparent annotation in the manager's cache:
 // For()'s handler enqueues with no trace context, and this is how its
 // attempts still lead to the change that caused them.
 //
@@ -57,7 +57,7 @@
 // controller-runtime's own event handlers (those For() and Owns() install)
 // call the queue's plain Add and AddWithOpts, with no context. With
 // [ObjectLinkSource] the attempt links, when a worker takes the request, to
-// the writer found in the object's tracing.k8s.io/traceparent annotation
+// the writer found in the object's otelqueue.github.io/traceparent annotation
 // (written by traceparent.Inject, package github.com/otelqueue/otelqueue/traceparent).
 // To link at enqueue time too, to the object of the event:
 // [EnqueueRequestForObject] (or [TypedEnqueueRequestForObject]) in Watches

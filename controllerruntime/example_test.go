@@ -18,7 +18,7 @@ import (
 // builds the instrumented queue when the controller starts, the wrapped
 // reconciler runs inside each attempt's "reconcile" span, and
 // EnqueueRequestForObject in Watches links each attempt, when the event is
-// enqueued, to the writer found in the object's tracing.k8s.io/traceparent
+// enqueued, to the writer found in the object's otelqueue.github.io/traceparent
 // annotation. A controller built with For() keeps For() and gets its links
 // from ObjectLinkSource instead (see ExampleObjectLinkSource).
 func Example() {

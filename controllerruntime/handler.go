@@ -27,7 +27,7 @@ type ContextAdder[request comparable] interface {
 // handler.EnqueueRequestForObject with trace context: every event enqueues
 // the object's namespace and name, as controller-runtime's does, through
 // the queue's AddWithOptions with the handler's ctx and, when the object has
-// a valid tracing.k8s.io/traceparent annotation, that span context (read by
+// a valid otelqueue.github.io/traceparent annotation, that span context (read by
 // an traceparent.Reader built with opts, so by default a link
 // only, its sampled flag cleared). The reconcile trace then links to the
 // writer of the object.

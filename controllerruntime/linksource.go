@@ -33,7 +33,7 @@ import (
 // For every attempt it looks the request's namespace and name up in c (the
 // manager's cache: the informer's in-memory store, never an API call) as an
 // object of obj's type (the type given to For()), and returns the span
-// context of its tracing.k8s.io/traceparent annotation, read by an
+// context of its otelqueue.github.io/traceparent annotation, read by an
 // traceparent.Reader built with opts: by default untrusted (a link
 // whose sampled flag is cleared), and a malformed annotation is ignored and
 // counted in workqueue.traceparent.invalid. An object that is not in the

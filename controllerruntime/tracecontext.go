@@ -17,7 +17,7 @@ import (
 // WithTraceContext wraps any controller-runtime event handler, such as
 // handler.EnqueueRequestForOwner or handler.EnqueueRequestsFromMapFunc, so
 // that the requests it enqueues into a [Queue] carry the event's ctx and,
-// when the event's object has a valid tracing.k8s.io/traceparent
+// when the event's object has a valid otelqueue.github.io/traceparent
 // annotation, that span context (read by an traceparent.Reader
 // built with opts: by default a link only). The handler keeps its own
 // logic: the requests it computes and the priorities it gives them

@@ -1,7 +1,8 @@
 // Package traceparent carries a trace context on a Kubernetes object, in
-// its tracing.k8s.io/traceparent annotation (Kubernetes KEP-5915, async
-// trace context propagation), from the change that wrote the object to the
-// reconcile that its watch event causes.
+// its otelqueue.github.io/traceparent annotation ([Annotation]; the key of
+// Kubernetes KEP-5915, async trace context propagation, where chosen:
+// [KEPAnnotation]), from the change that wrote the object to the reconcile
+// that its watch event causes.
 //
 // A writer calls [Inject] on the object before it sends it to the API
 // server. A controller reads the annotation with a [Reader] when it enqueues

@@ -3,14 +3,10 @@ package traceparent
 import (
 	"context"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// Annotation is the object annotation that carries the W3C traceparent of
-// the change that last wrote the object, as proposed by Kubernetes KEP-5915
-// (async trace context propagation).
-const Annotation = "tracing.k8s.io/traceparent"
 
 // Annotated is the part of a Kubernetes object this package uses; every
 // metav1.Object has it.
@@ -21,18 +17,25 @@ type Annotated interface {
 
 const header = "traceparent"
 
-// Inject writes the span context of ctx into obj's Annotation, formatted by
-// the propagators (see WithPropagators), before obj is written to the API
-// server; it keeps obj's other annotations. It reports whether it wrote
-// one: ctx must carry a valid span context, and obj must not be nil.
+// Inject writes the span context of ctx into obj's Annotation (or the key
+// of WithAnnotation), formatted by the propagators (see WithPropagators),
+// before obj is written to the API server; it keeps obj's other
+// annotations. It reports whether it wrote one: ctx must carry a valid span
+// context, obj must not be nil, and the key must be valid.
 func Inject(ctx context.Context, obj Annotated, opts ...InjectOption) bool {
 	if obj == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return false
 	}
-	var c injectConfig
+	c := injectConfig{key: Annotation}
 	for _, o := range opts {
 		if o != nil {
 			o.applyInject(&c)
+		}
+	}
+	if c.key != Annotation {
+		if err := checkKey(c.key); err != nil {
+			otel.Handle(err)
+			return false
 		}
 	}
 	carrier := propagation.MapCarrier{}
@@ -51,7 +54,7 @@ func Inject(ctx context.Context, obj Annotated, opts ...InjectOption) bool {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[Annotation] = v
+	a[c.key] = v
 	obj.SetAnnotations(a)
 	return true
 }

@@ -6,4 +6,7 @@ import (
 	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.Main(m) }
+func TestMain(m *testing.M) {
+	testutil.RecordOTelErrors()
+	testutil.Main(m)
+}

@@ -24,12 +24,15 @@ type Option interface {
 
 type injectConfig struct {
 	propagators propagation.TextMapPropagator
+	key         string // Annotation by default
 }
 
 type readerConfig struct {
 	propagators   propagation.TextMapPropagator
 	meterProvider metric.MeterProvider
 	trust         bool
+	keys          []string // WithAnnotations
+	keysSet       bool
 }
 
 // propagatorsOption is WithPropagators: an Option of both.

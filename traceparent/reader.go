@@ -26,12 +26,14 @@ const MaxLen = 256
 // exporter).
 const MetricInvalid = "workqueue.traceparent.invalid"
 
-// Reader reads Annotation from objects on enqueue. Values that are too long
+// Reader reads Annotation (or the keys of WithAnnotations) from objects on
+// enqueue. Values that are too long
 // or malformed are ignored and counted, and by default the context read
 // becomes a link of the processing trace, never its parent, with its
 // sampled flag cleared so that it cannot force sampling (see Trust). A
 // Reader is safe for concurrent use; a nil *Reader reads nothing.
 type Reader struct {
+	keys    []string // read in order, the first present
 	props   propagation.TextMapPropagator
 	trust   bool
 	invalid atomic.Uint64
@@ -52,7 +54,17 @@ func NewReader(opts ...ReaderOption) *Reader {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	r := &Reader{props: propagatorsOrGlobal(c.propagators), trust: c.trust}
+	r := &Reader{keys: []string{Annotation}, props: propagatorsOrGlobal(c.propagators), trust: c.trust}
+	if c.keysSet {
+		r.keys = r.keys[:0]
+		for _, k := range c.keys {
+			if err := checkKey(k); err != nil {
+				otel.Handle(err)
+				continue
+			}
+			r.keys = append(r.keys, k)
+		}
+	}
 	// A synchronous counter, so that the readers of one process (one per
 	// handler, say) add up in the one series rather than overwrite it.
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
@@ -74,7 +86,14 @@ func (r *Reader) SpanContext(obj Annotated) trace.SpanContext {
 	if r == nil || obj == nil {
 		return trace.SpanContext{}
 	}
-	v, ok := obj.GetAnnotations()[Annotation]
+	a := obj.GetAnnotations()
+	var v string
+	var ok bool
+	for _, k := range r.keys {
+		if v, ok = a[k]; ok {
+			break
+		}
+	}
 	if !ok {
 		return trace.SpanContext{}
 	}

@@ -12,7 +12,7 @@
 // that creates -objects ConfigMaps before the controller starts (its initial
 // list, enqueued at low priority) and then updates them at -churn per
 // second, each write in a traced "workload update" span whose traceparent
-// goes into the object's tracing.k8s.io/traceparent annotation. With
+// goes into the object's otelqueue.github.io/traceparent annotation. With
 // -kubeconfig it watches -namespace of a real cluster (and writes there only
 // with -generate).
 //

@@ -16,7 +16,7 @@ const (
 	// writeSpan is the workload's span around each update it writes.
 	writeSpan = "workload update"
 	// traceparentAnnotation is where the workload leaves its span context.
-	traceparentAnnotation = "tracing.k8s.io/traceparent"
+	traceparentAnnotation = "otelqueue.github.io/traceparent"
 	// queueName is the queue's name label in both examples.
 	queueName = "configmaps"
 	// warmup is the least number of summary lines (one a second) skipped

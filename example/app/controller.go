@@ -174,7 +174,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 }
 
 // enqueue adds the object's key with the trace context its writer left in
-// the tracing.k8s.io/traceparent annotation, so that the attempt's trace
+// the otelqueue.github.io/traceparent annotation, so that the attempt's trace
 // links to the write that caused it.
 func (c *controller) enqueue(obj any) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)

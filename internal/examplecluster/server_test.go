@@ -572,7 +572,7 @@ func TestServerExemptUserAgent(t *testing.T) {
 // against client-go's fake clientset with the reactors the embedded cluster
 // had before (resource versions stamped, the client's limiter waited for).
 func BenchmarkPatch(b *testing.B) {
-	patch := []byte(`{"data":{"version":"1"},"metadata":{"annotations":{"tracing.k8s.io/traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`)
+	patch := []byte(`{"data":{"version":"1"},"metadata":{"annotations":{"otelqueue.github.io/traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`)
 	run := func(b *testing.B, cs kubernetes.Interface) {
 		ctx := context.Background()
 		cms := cs.CoreV1().ConfigMaps("ns")

@@ -32,7 +32,7 @@ const VersionKey = "version"
 // WorkloadClient: Seed creates them, Run updates them at -churn per second,
 // changed during the run by -churn-schedule (and BurstSize at once every
 // BurstEvery), each write a merge patch of the data version and the
-// tracing.k8s.io/traceparent annotation in a "workload update" span, so
+// otelqueue.github.io/traceparent annotation in a "workload update" span, so
 // that the reconcile the write causes links to it. It counts the writes it
 // was asked for against those done, for the summary.
 type Workload struct {
