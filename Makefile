@@ -53,7 +53,7 @@ CONTROLPLANE = cd e2e && $(GO) run ./cmd/controlplane
 # cached in e2e/.bin ($OTELQUEUE_E2E_PROMTOOL names another).
 PROMTOOL = cd e2e && $(GO) run ./cmd/prometheus promtool
 
-.PHONY: test deps unit consumer fuzz rules e2e test-apiserver controlplane bench demo demo-controller-runtime stack vet lint release
+.PHONY: test deps unit consumer fuzz rules e2e test-apiserver controlplane bench bench-compare demo demo-controller-runtime stack vet lint release
 
 test: deps vet lint rules unit consumer fuzz test-apiserver e2e
 
@@ -164,6 +164,13 @@ bench:
 	cd bench && : > results/bench.txt && bash -o pipefail -c 'for i in $$(seq $(COUNT)); do echo "== round $$i of $(COUNT)" >&2; ./results/bench.test -test.run "^$$" -test.bench "$(BENCH)" -test.benchmem -test.benchtime $(BENCHTIME) | tee -a results/bench.txt || exit 1; done'
 	cd bench && bash -o pipefail -c "$(BENCHSTAT) -table .name -col /variant results/bench.txt | tee results/benchstat.txt"
 	cd bench && bash -o pipefail -c "$(GO) run ./cmd/ratios $(BENCHFLAGS) results/bench.txt | tee results/ratios.txt"
+
+# How far each variant moved since the last release (BASE, a git ref; the
+# commit of v0.1.0 until the repository has tags): both bench binaries built,
+# run in COUNT interleaved rounds, compared by benchstat (bench/compare.sh).
+BASE ?= $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || echo 047c286)
+bench-compare:
+	COUNT=$(COUNT) BENCHTIME=$(BENCHTIME) GO=$(GO) BENCHSTAT="$(BENCHSTAT)" bash bench/compare.sh $(BASE) '$(if $(filter .,$(BENCH)),^BenchmarkLifecycle$$,$(BENCH))'
 
 # The example controller on its embedded fake cluster, until Ctrl-C. Built
 # into bin/ (git ignores it) and run, not `go run`: after a Ctrl-C `go run`
