@@ -8,8 +8,8 @@ import (
 
 // WithStandby makes the queue standby until active is closed or a worker
 // takes a key, whichever comes first: a replica whose workers may not run
-// yet, such as a controller-runtime manager that
-// has not won its leader election (pass mgr.Elected()). A warm standby
+// yet, such as a controller-runtime manager that has not won its leader
+// election (pass mgr.Elected()). A warm standby
 // (controller-runtime's EnableWarmup) starts its sources and fills its
 // queue meanwhile, and its keys wait for leadership, not for a worker.
 //
@@ -22,8 +22,8 @@ import (
 // more than the time since the queue became active after, and the key's
 // "queued" span, which still starts at its enqueue, has an "active" event
 // where the standby ended. Stats, the scheduler's own, still counts from
-// when the keys became ready. The recording rules give
-// no class, recommendation or alert for a standby queue.
+// when the keys became ready. The recording rules give no class,
+// recommendation or alert for a standby queue.
 //
 // A nil channel is refused: without one the queue is active from the
 // start, which is the default.
