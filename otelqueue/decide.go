@@ -195,18 +195,17 @@ type controller struct {
 	staleRun       int  // consecutive windows slower than noLoad at its concurrency
 	ceiling        int  // 0: none
 	ceilingSeen    bool // the signs of the limit were seen at the ceiling
-	descending     bool // the last change was a shrink for low utilization
-	ascending      bool // the last change was a grow for the demand
 	goneRun        int  // consecutive windows at the ceiling without the signs of its limit
 	ceilingUntil   time.Time
 	hold           time.Duration
-	probing        bool // the last change was a probe, not judged yet
-	probeFound     probeFinding
-	verifying      bool // the last change was a shrink for a latency gradient
-	baseBefore     time.Duration
-	lastChange     time.Time
-	limitedRun     int // consecutive windows over the downstream's count
-	lastNeeded     int
+	// last is the state the last change left the rule in.
+	last       move
+	probeFound probeFinding  // while probing: the first window that found the limit
+	baseBefore time.Duration // while verifying: the base work time before the shrink
+
+	lastChange time.Time
+	limitedRun int // consecutive windows over the downstream's count
+	lastNeeded int
 	// recentNeeded is the demand's count of the windows of the shrink
 	// window, oldest first.
 	recentNeeded []neededAt
@@ -214,6 +213,50 @@ type controller struct {
 	// on: until the windows since cover the shrink window, its highest
 	// demand is not known, and the pool does not shrink for it.
 	firstWindow time.Time
+}
+
+// move is the state the pool's last change left its rule in: what the next
+// decisions make of it. The other half of the rule's state is the ceiling
+// (none, or a count held until a time). docs/tuning.md#the-rule-as-a-state-machine
+// draws both.
+type move uint8
+
+const (
+	// settled: no change yet, or a change that needs no follow-up (the
+	// verdict on a probe or on a gradient shrink, a shrink to a ceiling).
+	settled move = iota
+	// growing: the last change was a grow for the demand. The ascent goes
+	// on for two windows after it, as soon as the demand with its margin
+	// is a step above the count.
+	growing
+	// shrinking: the last change was a shrink for low utilization. A grow
+	// after it waits out two intervals, even for plain demand.
+	shrinking
+	// probing: the last change was a probe above the ceiling. It is judged
+	// on the first window allowed to change, on every window since it
+	// (probeFound): the limit found again sets the ceiling there and
+	// doubles its hold; no limit lifts the ceiling.
+	probing
+	// verifying: the last change was a shrink for a latency gradient. It
+	// is judged on the first window allowed to change: work no faster
+	// means the downstream got slower for everyone (slower-for-all).
+	verifying
+)
+
+func (m move) String() string {
+	switch m {
+	case settled:
+		return "settled"
+	case growing:
+		return "growing"
+	case shrinking:
+		return "shrinking"
+	case probing:
+		return "probing"
+	case verifying:
+		return "verifying"
+	}
+	return fmt.Sprintf("move(%d)", uint8(m))
 }
 
 // probeFinding is the first window since a probe that found more running
@@ -472,7 +515,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	limited := f.sample && excess > max(1, excessShare*usable) && f.backlog
 	if limited {
 		c.limitedRun++
-		if c.probing && !c.probeFound.limited {
+		if c.last == probing && !c.probeFound.limited {
 			class := reason
 			if class == "" {
 				class = c.limitClass(&f)
@@ -508,7 +551,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// Grow, when the demand needs more or keys wait with the workers busy,
 	// unless a class of the table forbids more workers.
 	byDemand := f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
-	if c.ascending && recent {
+	if c.last == growing && recent {
 		byDemand = withMargin(f.needed) >= L+minStep
 	}
 	wantMore := byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
@@ -516,16 +559,16 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// to the demand's count at once, and a grow for it may follow the
 	// last by one interval, not two.
 	slower := f.sample && c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
-	plain := c.ceiling == 0 && !slower && !limited && f.class.MoreWorkers() && !c.verifying && !c.probing
+	plain := c.ceiling == 0 && !slower && !limited && f.class.MoreWorkers() && c.last != verifying && c.last != probing
 	sinceLast := now.Sub(c.lastChange)
 	if !c.lastChange.IsZero() && sinceLast < 2*c.interval &&
-		!(plain && byDemand && !limited && L < c.hi && sinceLast >= c.interval && !c.descending) {
+		!(plain && byDemand && !limited && L < c.hi && sinceLast >= c.interval && c.last != shrinking) {
 		return decision{}, f, false
 	}
 
 	// A probe is judged on the first window allowed to change.
-	if c.probing {
-		c.probing = false
+	if c.last == probing {
+		c.last = settled
 		found := c.probeFound
 		c.probeFound = probeFinding{}
 		if found.limited {
@@ -549,8 +592,8 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	}
 
 	// After a shrink for a latency gradient: did the work get faster?
-	if c.verifying {
-		c.verifying = false
+	if c.last == verifying {
+		c.last = settled
 		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) && !f.cpuBound() {
 			old := c.noLoad
 			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.concurrency, 0, initialHold
@@ -576,10 +619,11 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			to = max(to, (L+1)/2)
 		}
 		if to < L {
+			d := c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold))
 			if class == ReasonLatencyGradient {
-				c.verifying, c.baseBefore = true, f.base
+				c.last, c.baseBefore = verifying, f.base
 			}
-			return c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold)), f, true
+			return d, f, true
 		}
 	}
 
@@ -593,13 +637,14 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			if !now.After(c.ceilingUntil) && !gone {
 				return decision{}, f, false
 			}
-			c.probing = true
 			target := max(L+1, int(math.Ceil(probeStep*float64(L))))
 			if gone {
 				target = max(target, withMargin(f.needed))
 			}
-			return c.change(min(target, c.hi), ReasonProbe, now,
-				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f))), f, true
+			d := c.change(min(target, c.hi), ReasonProbe, now,
+				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f)))
+			c.last = probing
+			return d, f, true
 		}
 		if f.class.MoreWorkers() {
 			// Straight to the demand's count when it is plain, or within
@@ -617,7 +662,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 				reason = ReasonWait
 			}
 			d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
-			c.ascending = true
+			c.last = growing
 			return d, f, true
 		}
 	}
@@ -627,7 +672,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// nor shrinks it again.
 	if low {
 		d := c.change(shrinkTo, ReasonLowUtilization, now, fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(&f), shrinkWindowIntervals*c.interval, peak))
-		c.descending = true
+		c.last = shrinking
 		return d, f, true
 	}
 	return decision{}, f, false
@@ -652,12 +697,13 @@ func probeWhy(gone bool) string {
 	return "its hold is over"
 }
 
-// change records a change to to at now.
+// change records a change to to at now; the rule is settled after it
+// unless the caller names another state.
 func (c *controller) change(to int, reason Reason, now time.Time, detail string) decision {
 	c.limit = to
 	c.lastChange = now
 	c.limitedRun = 0
-	c.descending, c.ascending, c.goneRun = false, false, 0
+	c.last, c.goneRun = settled, 0
 	return decision{to: to, reason: reason, detail: detail}
 }
 

@@ -252,8 +252,8 @@ func TestDecideLatencyGradient(t *testing.T) {
 	r.settle()
 	r.none(gradient, 1, "one window over the downstream's count is not enough")
 	r.want(gradient, 11, ReasonLatencyGradient)
-	if r.c.ceiling != 11 || !r.c.verifying {
-		t.Fatalf("after the shrink: ceiling %d, verifying %v; want 11, true", r.c.ceiling, r.c.verifying)
+	if r.c.ceiling != 11 || r.c.last != verifying {
+		t.Fatalf("after the shrink: ceiling %d, state %v; want 11, verifying", r.c.ceiling, r.c.last)
 	}
 	// At 11, 85 reconciles a second of 130ms: no faster.
 	slow := load{done: 85, work: 130 * time.Millisecond}
@@ -276,8 +276,8 @@ func TestDecideLatencyGradientConfirmed(t *testing.T) {
 	// at no load, and the demand wants more.
 	fast := load{done: 110, work: 100 * time.Millisecond, depth: 500}
 	r.none(fast, 10, "at the ceiling, before its hold is over")
-	if r.c.ceiling != 11 || r.c.noLoad != 100*time.Millisecond || r.c.verifying {
-		t.Errorf("ceiling %d, no-load %v, verifying %v; want 11, 100ms, false", r.c.ceiling, r.c.noLoad, r.c.verifying)
+	if r.c.ceiling != 11 || r.c.noLoad != 100*time.Millisecond || r.c.last != settled {
+		t.Errorf("ceiling %d, no-load %v, state %v; want 11, 100ms, settled", r.c.ceiling, r.c.noLoad, r.c.last)
 	}
 }
 
@@ -402,8 +402,8 @@ func TestDecideProbeWhenSignsGone(t *testing.T) {
 	if d, _, ok := r.feed(free); ok && d.to < 27 {
 		t.Errorf("a probe that found no limit: decision %d (%s), want no shrink", d.to, d.reason)
 	}
-	if r.c.ceiling != 0 || r.c.hold != initialHold || r.c.probing {
-		t.Errorf("after a probe that found no limit: ceiling %d, hold %v, probing %v; want 0, %v, false", r.c.ceiling, r.c.hold, r.c.probing, initialHold)
+	if r.c.ceiling != 0 || r.c.hold != initialHold || r.c.last == probing {
+		t.Errorf("after a probe that found no limit: ceiling %d, hold %v, state %v; want 0, %v, not probing", r.c.ceiling, r.c.hold, r.c.last, initialHold)
 	}
 }
 
@@ -660,6 +660,7 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 			w = window{dur: dur, limit: L} // idle
 		}
 		now = now.Add(dur)
+		before := c.last
 		d, f, ok := c.decide(&w, now)
 		if c.limit < lo || c.limit > hi {
 			t.Fatalf("window %d: limit %d outside [%d, %d]", i, c.limit, lo, hi)
@@ -668,7 +669,16 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 			if c.limit != L {
 				t.Fatalf("window %d: no decision, but the limit went %d → %d", i, L, c.limit)
 			}
+			// Without a change the state stays, or a verdict settles it.
+			if c.last != before && c.last != settled {
+				t.Fatalf("window %d: no decision, but the state went %v → %v", i, before, c.last)
+			}
 			continue
+		}
+		// The state after a change is the one its reason leads to
+		// (docs/tuning.md#the-rule-as-a-state-machine).
+		if want := stateAfter(before, d); c.last != want {
+			t.Fatalf("window %d: after a change for %s the state is %v, want %v", i, d.reason, c.last, want)
 		}
 		seen[d.reason]++
 		if d.to != c.limit {
@@ -711,6 +721,29 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 		}
 	}
 	return seen
+}
+
+// stateAfter is the state of the rule after a change for reason from the
+// state before: the transitions of
+// docs/tuning.md#the-rule-as-a-state-machine. The verdict on a probe that
+// found the limit again settles the rule at the ceiling, whatever the
+// limit's reason; a probe that found none settles it, and the same window
+// decides on as from settled.
+func stateAfter(before move, d decision) move {
+	if before == probing && strings.HasPrefix(d.detail, "probe found the limit still there") {
+		return settled
+	}
+	switch d.reason {
+	case ReasonDemand, ReasonWait:
+		return growing
+	case ReasonLowUtilization:
+		return shrinking
+	case ReasonProbe:
+		return probing
+	case ReasonLatencyGradient:
+		return verifying
+	}
+	return settled
 }
 
 // TestDecideRandomWalk checks the invariants of randomWalk over long walks,
