@@ -19,6 +19,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/kubeclient"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // cannedTransport answers every request with the same ConfigMap, in
@@ -107,20 +108,28 @@ func BenchmarkKubeClient(b *testing.B) {
 }
 
 // BenchmarkLifecycleClientAttribution is the cost, per attempt, of carrying
-// a Work for kubeclient's attribution, which otelqueue pays once a client
-// has been instrumented in the process: Lifecycle's scheduler-otel variants
-// with and without it, in the same run.
+// a Work for kubeclient's attribution, which a queue instrumented
+// otelqueue.WithClientTime pays: Lifecycle's scheduler-otel variants
+// without (client=false) and with (client=true) the option, in the same
+// run.
 func BenchmarkLifecycleClientAttribution(b *testing.B) {
 	keys := benchKeys(lifecycleKeys)
-	for _, v := range lifecycleVariants {
-		if v.name != "scheduler-otel" && v.name != "scheduler-otel-traced-unsampled" && v.name != "scheduler-otel-traced-sampled" {
-			continue
-		}
+	for _, v := range []struct {
+		name    string
+		sampler sdktrace.Sampler // nil: tracing off
+		sampled bool
+	}{
+		{"scheduler-otel", nil, false},
+		{"scheduler-otel-traced-unsampled", sdktrace.NeverSample(), false},
+		{"scheduler-otel-traced-sampled", sdktrace.AlwaysSample(), true},
+	} {
 		for _, on := range []bool{false, true} {
+			var opts []otelqueue.Option
+			if on {
+				opts = append(opts, otelqueue.WithClientTime())
+			}
 			b.Run(fmt.Sprintf("variant=%s/client=%v", v.name, on), func(b *testing.B) {
-				was := clientwork.SetEnabled(on)
-				defer clientwork.SetEnabled(was)
-				step, stop := v.start(b, queueName)
+				step, stop := startSchedulerOTel(v.sampler, v.sampled, opts...)(b, queueName)
 				defer stop()
 				timeSteps(b, step, keys)
 			})

@@ -93,13 +93,14 @@ func startClientGoOTel(tb testing.TB, name string) (func(string) string, func())
 	return startQueue(func(string) queue { return q })(tb, name)
 }
 
-// startSchedulerOTel starts a named, instrumented scheduler. With a nil
-// sampler tracing is off (a no-op TracerProvider) and the step is the plain
-// Add, Get, Done; otherwise the step enqueues from a handler's context and
-// takes the item with GetContext, as the Runner does.
-func startSchedulerOTel(sampler sdktrace.Sampler, sampled bool) func(testing.TB, string) (func(string) string, func()) {
+// startSchedulerOTel starts a named, instrumented scheduler, with opts
+// after the providers. With a nil sampler tracing is off (a no-op
+// TracerProvider) and the step is the plain Add, Get, Done; otherwise the
+// step enqueues from a handler's context and takes the item with
+// GetContext, as the Runner does.
+func startSchedulerOTel(sampler sdktrace.Sampler, sampled bool, opts ...otelqueue.Option) func(testing.TB, string) (func(string) string, func()) {
 	return func(tb testing.TB, name string) (func(string) string, func()) {
-		s := newSchedulerOTel(tb, name, sampler)
+		s := newSchedulerOTel(tb, name, sampler, opts...)
 		if sampler == nil {
 			return startQueue(func(string) queue { return s })(tb, name)
 		}
@@ -117,8 +118,8 @@ func startSchedulerOTel(sampler sdktrace.Sampler, sampled bool) func(testing.TB,
 // newSchedulerOTel returns a scheduler named name with otelqueue's
 // instrumentation on the SDK: metrics to a ManualReader and, with a sampler,
 // spans to a counting processor; with a nil sampler the TracerProvider is a
-// no-op one, so tracing is off.
-func newSchedulerOTel(tb testing.TB, name string, sampler sdktrace.Sampler) *scheduler.Scheduler[string] {
+// no-op one, so tracing is off. extra are given to Instrument after those.
+func newSchedulerOTel(tb testing.TB, name string, sampler sdktrace.Sampler, extra ...otelqueue.Option) *scheduler.Scheduler[string] {
 	s := scheduler.New(scheduler.Config[string]{Name: name})
 	opts := []otelqueue.Option{otelqueue.WithMeterProvider(newMeterProvider(name))}
 	if sampler == nil {
@@ -126,6 +127,7 @@ func newSchedulerOTel(tb testing.TB, name string, sampler sdktrace.Sampler) *sch
 	} else {
 		opts = append(opts, otelqueue.WithTracerProvider(newTracerProvider(name, sampler)))
 	}
+	opts = append(opts, extra...)
 	if _, err := otelqueue.Instrument(s, opts...); err != nil {
 		tb.Fatal(err)
 	}

@@ -17,8 +17,9 @@ import (
 // TestAPIServerClientAttribution: a reconciler wrapped by the Controller
 // receives controller-runtime's ctx, and a client instrumented by package
 // kubeclient counts the requests made with it for the attempt's queue
-// (ClientStats, workqueue.client.*), on a real API server; the request's
-// span is a child of the attempt's "reconcile" span.
+// (ClientStats, workqueue.client.*), given otelqueue.WithClientTime through
+// New, on a real API server; the request's span is a child of the
+// attempt's "reconcile" span.
 func TestAPIServerClientAttribution(t *testing.T) {
 	c := apiServerCluster(t)
 	tel := newTelemetry(t)
@@ -40,7 +41,9 @@ func TestAPIServerClientAttribution(t *testing.T) {
 		_, err := cs.CoreV1().ConfigMaps(req.Namespace).Get(ctx, req.Name, metav1.GetOptions{})
 		done <- err
 		return reconcile.Result{}, err
-	}), startOnCluster(c))
+	}), startOnCluster(c), func(sc *startConfig) {
+		sc.queueOptions = []otelqueue.Option{otelqueue.WithClientTime()}
+	})
 	run.send(t, cm)
 	if err := testutil.Receive(t, done, "the reconcile"); err != nil {
 		t.Fatalf("the reconciler's Get: %v", err)

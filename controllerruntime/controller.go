@@ -164,7 +164,8 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	}
 	span := trace.SpanFromContext(pctx)
 	// The attempt's span, and the requests of clients instrumented by
-	// package kubeclient counted for the attempt (workqueue.client.*).
+	// package kubeclient counted for the attempt (workqueue.client.*) when
+	// its queue records them (otelqueue.WithClientTime given to New).
 	ctx = otelqueue.ContextWithAttempt(ctx, pctx)
 	if sc := span.SpanContext(); sc.IsValid() {
 		// The reconciler's log lines lead to the attempt's trace.

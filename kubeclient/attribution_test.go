@@ -20,9 +20,10 @@ import (
 )
 
 // TestAttemptsAreAttributedToTheirQueue runs a Runner whose reconciles use an
-// instrumented clientset: each attempt's requests, 429s and Retry-After
-// waits land in its queue's workqueue.client.* metrics and ClientStats; a
-// request made with another context inside the reconcile does not.
+// instrumented clientset, on a queue instrumented WithClientTime: each
+// attempt's requests, 429s and Retry-After waits land in its queue's
+// workqueue.client.* metrics and ClientStats; a request made with another
+// context inside the reconcile does not.
 func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 	for _, tracing := range []bool{true, false} {
 		name := "metrics only"
@@ -36,7 +37,7 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 			cs := tel.clientset(t, &rest.Config{Host: srv.URL, QPS: -1})
 
 			q := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
-			opts := []otelqueue.Option{otelqueue.WithMeterProvider(tel.mp)}
+			opts := []otelqueue.Option{otelqueue.WithMeterProvider(tel.mp), otelqueue.WithClientTime()}
 			if tracing {
 				opts = append(opts, otelqueue.WithTracerProvider(tel.tp))
 			}

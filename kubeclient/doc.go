@@ -29,14 +29,19 @@
 // server answered every instrumented client) and ReadWatchStats (the watch
 // streams).
 //
-// Inside a reconcile attempt of a queue instrumented by package otelqueue,
-// a request made with the reconciler's context (or one derived from it) is
-// also added to the attempt: the queue's workqueue.client.* histograms and
-// counters and otelqueue.Instrumentation.ClientStats say how much of its
-// reconciles' work time went to the limiter, to the API server and to
-// Retry-After waits. A client used outside any reconcile (informers, a
-// workload) works as before and only feeds the process-wide metrics: it
-// starts no root spans.
+// Inside a reconcile attempt of a queue instrumented by package otelqueue
+// with otelqueue.WithClientTime, a request made with the reconciler's
+// context (or one derived from it) is also added to the attempt: the
+// queue's workqueue.client.* histograms and counters and
+// otelqueue.Instrumentation.ClientStats say how much of its reconciles'
+// work time went to the limiter, to the API server and to Retry-After
+// waits. A queue records that time only with the option, or when it has an
+// adaptive worker pool (otelqueue.AdaptiveWorkers), which decides on it:
+// instrumenting a client changes no queue, and a queue without either
+// records none of it, whatever clients its reconcilers use. The spans of a
+// sampled attempt's requests, "retry after" included, need neither. A
+// client used outside any reconcile (informers, a workload) works as
+// before and only feeds the process-wide metrics: it starts no root spans.
 //
 // Clients built from the returned config — client-go clientsets
 // (kubernetes.NewForConfig), dynamic clients, controller-runtime's

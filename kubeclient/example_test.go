@@ -19,10 +19,10 @@ import (
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// Instrument the config the reconciler's clients are built from: the
-// requests a reconcile makes with its ctx count for its queue, here read as
-// plain numbers from ClientStats (the workqueue.client.* metrics say the
-// same). The API server is a stand-in that answers the first request with
+// Instrument the config the reconciler's clients are built from, and the
+// queue WithClientTime: the requests a reconcile makes with its ctx count
+// for its queue, here read as plain numbers from ClientStats (the
+// workqueue.client.* metrics say the same). The API server is a stand-in that answers the first request with
 // 429 Too Many Requests, as API Priority and Fairness does when the
 // controller's share is used up.
 func ExampleInstrument() {
@@ -51,7 +51,7 @@ func ExampleInstrument() {
 	}
 
 	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
-	inst, err := otelqueue.Instrument(queue)
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 
-	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -69,7 +68,9 @@ var limiterBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 // Instrument returns a copy of cfg whose transport, and client-side rate
 // limiter when cfg sets one, are instrumented (see the package
 // documentation); cfg itself is not changed. Build every client that
-// reconcilers use from the copy.
+// reconcilers use from the copy. It changes no queue: a queue counts its
+// attempts' requests only when instrumented with otelqueue.WithClientTime
+// (or with an adaptive worker pool).
 //
 // The copy limits requests exactly as cfg does: every client built from it
 // has the budget it would have without instrumentation. A RateLimiter that
@@ -102,7 +103,6 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeclient: the config's Burst is %d with QPS %g: a token bucket with a negative burst lets no request through; use a Burst of 1 or more (0 for client-go's default of %d)", cfg.Burst, cfg.QPS, rest.DefaultBurst)
 	}
 
-	clientwork.Enable() // otelqueue's attempts carry a Work from now on
 	in := newInstruments(c.meterProvider)
 	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version))
 	out := rest.CopyConfig(cfg)

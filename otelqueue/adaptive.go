@@ -46,6 +46,12 @@ const (
 // Either way it limits the queue through scheduler.Scheduler.SetMaxInFlight
 // and decides on the queue's instrumentation: the queue must be
 // instrumented (Instrument), and a queue has at most one adaptive pool.
+// With WithClientTime the pool also reads where the attempts' time went in
+// clients instrumented with package kubeclient: the waits for the client's
+// rate limiter and the API server's Retry-After, measured, which make the
+// client-rate-limit and server-throttling reasons. Without it the pool
+// sees only the work time, and takes a limit in a client for a latency
+// gradient (it still comes down to what is served, by halves).
 //
 // The zero values of the optional fields select the defaults.
 type AdaptiveWorkers struct {

@@ -14,8 +14,9 @@ import (
 // "reconcile" span, as the parent of what the reconciler traces, and the
 // accounting that makes the requests of clients instrumented by package
 // kubeclient count for the attempt (Instrumentation.ClientStats,
-// workqueue.client.*). It is for adapters that run a reconciler with a
-// context of their own, such as controller-runtime's, which must keep its
+// workqueue.client.*), which an attempt has when its queue is instrumented
+// WithClientTime. It is for adapters that run a reconciler with a context
+// of their own, such as controller-runtime's, which must keep its
 // values and cancellation: package controllerruntime uses it.
 //
 // An attempt context that belongs to no attempt adds nothing; a nil attempt

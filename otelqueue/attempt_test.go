@@ -16,9 +16,7 @@ type ctxKey struct{}
 // a key in flight, carries the attempt's span and its client accounting,
 // and keeps its own values and cancellation; nil contexts are harmless.
 func TestContextWithAttempt(t *testing.T) {
-	was := clientwork.SetEnabled(true) // as kubeclient.Instrument does
-	defer clientwork.SetEnabled(was)
-	e := newEnv(t, envConfig{})
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithClientTime()}})
 	e.q.Add("a")
 	e.getKey(t, "a")
 	attempt, ok := e.q.ProcessingContext("a")

@@ -12,7 +12,9 @@ import (
 
 // ClientStats are where the reconcile attempts of one queue spent their time
 // in Kubernetes API clients instrumented with package kubeclient, summed
-// over the attempts that ended since Instrument. A request counts for the
+// over the attempts that ended since Instrument. A queue records them only
+// when instrumented WithClientTime, or with an adaptive worker pool
+// (AdaptiveWorkers); otherwise they stay zero. A request counts for the
 // attempt whose context it was made with (the ctx a reconciler receives, or
 // one derived from it); requests made with another context, such as
 // context.Background() or an informer's, count for no queue.

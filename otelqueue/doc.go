@@ -23,6 +23,13 @@
 // instrument; docs/metrics.md in the repository has the full table with
 // kinds, units and Prometheus names.
 //
+// With [WithClientTime], a queue also records where its attempts spent their
+// time in Kubernetes API clients instrumented with package kubeclient
+// (github.com/otelqueue/otelqueue/kubeclient): the workqueue.client.*
+// metrics and [Instrumentation.ClientStats]. Without it (or an adaptive
+// worker pool, [AdaptiveWorkers], which reads that time) a queue records
+// none of it.
+//
 // [Runner] runs workers that reconcile keys from an instrumented queue, with
 // results, requeues, panics and graceful shutdown handled and measured.
 // [NewMetricsProvider] gives plain client-go queues (and controller-runtime's

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -16,14 +17,23 @@ import (
 // meanwhile alone.
 func drainAttempts[K comparable](s *scheduler.Scheduler[K], obs scheduler.Observer[K]) {
 	d := &drainObserver[K]{s: s}
-	if !s.CompareAndSwapObserver(obs, d) {
+	if !compareAndSwapObserver(s, obs, d) {
 		return
 	}
 	// A key taken from now on goes through d; one taken before is counted
 	// in flight until its Done, which d then sees.
 	if s.Stats().InFlight == 0 {
-		s.CompareAndSwapObserver(d, nil)
+		compareAndSwapObserver(s, d, nil)
 	}
+}
+
+// compareAndSwapObserver installs obs as the Observer of s, as SetObserver
+// does, but only if the Observer installed is old (nil: none), and reports
+// whether it did (internal/schedhooks). Instrument installs itself with it
+// without replacing an Observer someone else installed meanwhile, and Stop
+// removes it without removing a newer one.
+func compareAndSwapObserver[K comparable](s *scheduler.Scheduler[K], old, obs scheduler.Observer[K]) bool {
+	return schedhooks.Of(s).CompareAndSwapObserver(old, obs)
 }
 
 // drainObserver is the Observer of a scheduler whose Instrumentation was
@@ -46,7 +56,7 @@ func (d *drainObserver[K]) Done(ctx context.Context, _ K, _, ended time.Time) {
 	if d.s.Stats().InFlight > 0 {
 		return
 	}
-	d.s.CompareAndSwapObserver(d, nil)
+	compareAndSwapObserver(d.s, d, nil)
 }
 
 // endAttempt ends the "reconcile" span and the root span of the attempt

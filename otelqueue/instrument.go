@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -74,9 +75,10 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
 	obs := newObserver[K](&c, in, b, s.Name(), attrs)
+	hooks := schedhooks.Of(s)
 	var sb *standby
 	if c.standby != nil {
-		sb = newStandby(c.standby, s.Clock().Now)
+		sb = newStandby(c.standby, hooks.Clock.Now)
 		obs.standby = sb
 	}
 	if err := install(s, obs); err != nil {
@@ -102,13 +104,13 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		if err := p.attach(); err != nil {
 			stopStandby()
 			b.client.CompareAndSwap(obs.client, nil)
-			s.CompareAndSwapObserver(obs, nil)
+			compareAndSwapObserver(s, obs, nil)
 			return nil, err
 		}
 		stop, exited := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(exited)
-			p.run(stop, s.ShutDownCh())
+			p.run(stop, hooks.ShutDownCh)
 		}()
 		stopPool = func() {
 			close(stop)
@@ -132,7 +134,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
 		oldest := st.OldestPending
 		if sb != nil {
-			oldest = sb.oldest(oldest, s.Clock().Now())
+			oldest = sb.oldest(oldest, hooks.Clock.Now())
 		}
 		o.ObserveFloat64(in.oldestPending, oldest.Seconds(), observe)
 		workers := b.observe(o, in, runnerAttrs)
@@ -183,7 +185,7 @@ func install[K comparable](s *scheduler.Scheduler[K], obs *observer[K]) error {
 		default:
 			return fmt.Errorf("otelqueue: the scheduler %q has an Observer already (%T, installed with SetObserver): Instrument would replace it; remove it first (SetObserver(nil))", s.Name(), cur)
 		}
-		if s.CompareAndSwapObserver(cur, obs) {
+		if compareAndSwapObserver(s, cur, obs) {
 			return nil
 		}
 		// cur changed meanwhile (a drain ended, or another Instrument won):
@@ -194,8 +196,9 @@ func install[K comparable](s *scheduler.Scheduler[K], obs *observer[K]) error {
 // ClientStats returns where the queue's reconcile attempts spent their time
 // in Kubernetes API clients instrumented with package kubeclient: the
 // numbers behind the workqueue.client.* metrics, for a program that uses no
-// metrics library. Attempts that end after Stop are not counted, as they
-// are not measured.
+// metrics library. They are recorded only for a queue instrumented
+// WithClientTime, or with an adaptive worker pool; otherwise they are zero.
+// Attempts that end after Stop are not counted, as they are not measured.
 func (i *Instrumentation) ClientStats() ClientStats {
 	if i == nil || i.client == nil {
 		return ClientStats{}

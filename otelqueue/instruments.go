@@ -72,8 +72,9 @@ const (
 
 	// The time a queue's reconcile attempts spent in Kubernetes API clients
 	// instrumented with package kubeclient, recorded per attempt that made
-	// requests through one (docs/metrics.md). Each is a part of the work
-	// duration.
+	// requests through one (docs/metrics.md), for a queue instrumented
+	// WithClientTime or with an adaptive worker pool only. Each is a part
+	// of the work duration.
 
 	// MetricClientRateLimiter: time the attempt's requests waited for the
 	// client-side rate limiter (rest.Config QPS and Burst).

@@ -36,6 +36,7 @@ type observer[K comparable] struct {
 	queue      string
 	tracer     trace.Tracer
 	tracing    bool
+	clientTime bool // WithClientTime: every attempt's client time is recorded
 	parentMode bool
 	rootName   string
 	linkSource LinkSource[K] // nil without WithLinkSource
@@ -56,6 +57,7 @@ func newObserver[K comparable](c *config, in *instruments, b *binding, queue str
 		b:             b,
 		queue:         queue,
 		tracing:       c.tracing(),
+		clientTime:    c.clientTime,
 		parentMode:    c.parentMode,
 		rootName:      "process " + queue,
 		queueDuration: in.queueDuration,
@@ -75,25 +77,36 @@ func newObserver[K comparable](c *config, in *instruments, b *binding, queue str
 // durations are recorded.
 func (o *observer[K]) NeedsWallClock() bool { return o.tracing }
 
-var _ scheduler.WallClockObserver[string] = (*observer[string])(nil)
+// The scheduler finds NeedsWallClock by this signature (see
+// scheduler.Observer).
+var _ interface {
+	scheduler.Observer[string]
+	NeedsWallClock() bool
+} = (*observer[string])(nil)
 
 // Dequeued starts the attempt's trace and records the queue wait inside it.
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
 	// The wait for a worker: from the key's ready time, or from when a
 	// standby queue became active if later (WithStandby).
 	d, standbyPart, activeAt := o.standby.wait(it.ReadyAt, it.DequeuedAt)
-	if p := o.b.pool.Load(); p != nil {
+	p := o.b.pool.Load()
+	if p != nil {
 		p.sig.dequeued(d)
 	}
+	// The attempt carries a Work for the clients of package kubeclient to
+	// add to, recorded at Done, and read by the adaptive pool there
+	// (WithClientTime). Otherwise an attempt that is not sampled costs no
+	// allocation; a sampled one's context holds a Work anyway.
+	work := o.clientTime
 	wait := d.Seconds()
 	if !o.tracing {
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
 		o.queueDuration.Record(context.Background(), wait, o.record...)
-		if !clientwork.Enabled() {
+		if !work {
 			return ctx
 		}
-		return &attemptContext{Context: ctx}
+		return &attemptContext{Context: ctx, clientTime: true}
 	}
 
 	// The root span decides sampling, once per attempt, before anything
@@ -129,10 +142,10 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// its durations are recorded with no span context (an exemplar
 		// linking to it would lead nowhere, whatever the exemplar filter).
 		o.queueDuration.Record(context.Background(), wait, o.record...)
-		if !clientwork.Enabled() {
+		if !work {
 			return rootCtx
 		}
-		return &attemptContext{Context: rootCtx}
+		return &attemptContext{Context: rootCtx, clientTime: true}
 	}
 
 	// One array (one allocation) holds the attempt's attributes: the root
@@ -164,7 +177,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(ident...)
-	return &attemptContext{Context: reconcileCtx, root: root}
+	return &attemptContext{Context: reconcileCtx, root: root, clientTime: work}
 }
 
 // spanKindConsumer is the root's span kind option, made once: each
@@ -221,7 +234,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		// Before the spans end: a change this attempt's end decides is an
 		// event of its "reconcile" span.
 		var t clientwork.Totals
-		if a != nil {
+		if a != nil && a.clientTime {
 			t = a.work.Totals()
 		}
 		p.sig.finished(ended.Sub(started), t.LimiterWait, t.RetryAfterWait, t.Used)
@@ -235,7 +248,7 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 		// Tracing off, or an attempt the sampler dropped: no span context
 		// in the records (see Dequeued).
 		o.workDuration.Record(context.Background(), ended.Sub(started).Seconds(), o.record...)
-		if a != nil {
+		if a != nil && a.clientTime {
 			o.client.record(context.Background(), &a.work, ended.Sub(started), o.record)
 		}
 		return
@@ -245,7 +258,9 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 	// span context for exemplars.
 	endRoot(ctx, a.root, ended)
 	o.workDuration.Record(ctx, ended.Sub(started).Seconds(), o.record...)
-	o.client.record(ctx, &a.work, ended.Sub(started), o.record)
+	if a.clientTime {
+		o.client.record(ctx, &a.work, ended.Sub(started), o.record)
+	}
 }
 
 // attemptContext is the context an attempt's processing runs in: the
@@ -256,7 +271,11 @@ func (o *observer[K]) Done(ctx context.Context, _ K, started, ended time.Time) {
 type attemptContext struct {
 	context.Context
 	root trace.Span // nil: no span of this queue's to end
-	work clientwork.Work
+	// clientTime says whether the queue records work when the attempt ends
+	// (WithClientTime). A sampled attempt carries work
+	// without it, at no cost, for kubeclient's "retry after" spans.
+	clientTime bool
+	work       clientwork.Work
 }
 
 // Value answers the attempt's own keys and delegates the others. A nil root

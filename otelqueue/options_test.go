@@ -28,6 +28,7 @@ func TestOptionsPerEntryPoint(t *testing.T) {
 		{"WithEnqueuerAsParent", otelqueue.WithEnqueuerAsParent(), true, false, false},
 		{"WithLinkSource", otelqueue.WithLinkSource[string](otelqueue.LinkSourceFunc[string](nil)), true, false, false},
 		{"WithWorkers", otelqueue.WithWorkers(1), true, false, false},
+		{"WithClientTime", otelqueue.WithClientTime(), true, false, false},
 		{"WithLogger", otelqueue.WithLogger(nil), false, false, true},
 		{"WithLogRateLimit", otelqueue.WithLogRateLimit(1, time.Second), false, false, true},
 		{"WithRunnerClock", otelqueue.WithRunnerClock(nil), false, false, true},

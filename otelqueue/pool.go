@@ -15,6 +15,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -89,12 +90,13 @@ type snapshot struct {
 
 // newPool returns a pool for s between lo and hi, at start, not attached.
 func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWorkers, lo, hi, start int, logger func() *slog.Logger) *pool {
+	clk := schedhooks.Of(s).Clock
 	p := &pool{
-		queue: s.Name(), interval: a.Interval, clock: s.Clock(), b: b,
+		queue: s.Name(), interval: a.Interval, clock: clk, b: b,
 		setLimit: s.SetMaxInFlight, queueStats: s.Stats, dueWithin: s.DueWithin, logger: logger,
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
-	if _, real := s.Clock().(clock.RealClock); real {
+	if _, real := clk.(clock.RealClock); real {
 		p.readCPU, p.readServer = procstat.Read, clientwork.ReadServer
 	}
 	p.limit.Store(int64(start))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/internal/loglimit"
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -237,7 +238,8 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if p != nil {
 		goroutines = r.adaptive.Max
-		wg.Go(func() { p.run(ctx.Done(), r.queue.ShutDownCh()) }) // stops with the workers
+		shutDown := schedhooks.Of(r.queue).ShutDownCh
+		wg.Go(func() { p.run(ctx.Done(), shutDown) }) // stops with the workers
 	}
 	for range goroutines {
 		r.startWorker(wctx, &wg)

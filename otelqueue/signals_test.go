@@ -206,7 +206,7 @@ func TestPoolSignals(t *testing.T) {
 	fc := testingclock.NewFakeClock(start)
 	s := scheduler.New(scheduler.Config[string]{Name: "signals", Clock: fc})
 	defer s.ShutDown()
-	inst, err := Instrument(s, WithMeterProvider(metricnoop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider()))
+	inst, err := Instrument(s, WithMeterProvider(metricnoop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider()), WithClientTime())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,9 +217,8 @@ func TestPoolSignals(t *testing.T) {
 	}
 	p := newPool(s, bindingOf(s), a, 1, 8, 4, func() *slog.Logger { return slog.New(slog.DiscardHandler) })
 	ctx := context.Background()
-	// The attempts' client waits are counted with their work time.
-	was := clientwork.SetEnabled(true)
-	defer clientwork.SetEnabled(was)
+	// The attempts' client waits are counted with their work time
+	// (WithClientTime).
 	get := func(want string) {
 		t.Helper()
 		it, err := s.GetContext(ctx)

@@ -224,9 +224,6 @@ type simEngine struct {
 // simulate runs sc with a fixed count (fixed > 0) or the adaptive pool
 // (fixed == 0).
 func simulate(tb testing.TB, sc *simScenario, fixed int, seed uint64) simResult {
-	was := clientwork.SetEnabled(true)
-	defer clientwork.SetEnabled(was)
-
 	e := &simEngine{
 		tb: tb, sc: sc, fixed: fixed,
 		start:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -238,7 +235,9 @@ func simulate(tb testing.TB, sc *simScenario, fixed int, seed uint64) simResult 
 	e.fc = testingclock.NewFakeClock(e.start)
 	e.s = scheduler.New(scheduler.Config[int]{Name: "sim", Clock: e.fc})
 	defer e.s.ShutDown() // stops the delay loop of requeued keys
-	inst, err := Instrument(e.s, WithMeterProvider(metricnoop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider()))
+	// WithClientTime: the pool reads the simulated client's waits (the
+	// fixed counts' runs carry the same Work, so both runs cost the same).
+	inst, err := Instrument(e.s, WithMeterProvider(metricnoop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider()), WithClientTime())
 	if err != nil {
 		tb.Fatal(err)
 	}

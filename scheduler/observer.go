@@ -10,8 +10,18 @@ import (
 // provides the OpenTelemetry implementation; install one with
 // [Scheduler.SetObserver].
 //
-// An Observer that uses only durations, not span timestamps, may also
-// implement [WallClockObserver].
+// An Observer may also have a method NeedsWallClock() bool, as an
+// http.ResponseWriter may also be an http.Flusher; the scheduler calls it at
+// SetObserver. An Observer that uses only durations, not span timestamps,
+// returns false: the scheduler then reads the cheaper monotonic clock only,
+// and the times it reports are offsets from the wall clock read at the
+// scheduler's creation: right as durations, but drifting from the wall
+// clock as it is adjusted. An Observer without the method, or whose method
+// returns true, gets wall-clock times: the scheduler reads the wall clock
+// once per item, at the dequeue, and gives every time of the item (enqueue,
+// ready, dequeue, end) as that reading plus or minus the monotonic time
+// between them, as OpenTelemetry SDKs anchor the spans of one trace to one
+// clock reading.
 //
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
@@ -35,18 +45,9 @@ type Observer[K comparable] interface {
 	Done(ctx context.Context, key K, started, ended time.Time)
 }
 
-// WallClockObserver is an Observer that tells the scheduler whether the
-// times it reports must be wall-clock times. When NeedsWallClock returns
-// false (at SetObserver), the scheduler reads the cheaper monotonic clock
-// only, and the times it reports are offsets from the wall clock read at
-// the scheduler's creation: right as durations, but drifting from the wall
-// clock as it is adjusted. An Observer without the method gets wall-clock
-// times: the scheduler reads the wall clock once per item, at the dequeue,
-// and gives every time of the item (enqueue, ready, dequeue, end) as that
-// reading plus or minus the monotonic time between them, as OpenTelemetry
-// SDKs anchor the spans of one trace to one clock reading.
-type WallClockObserver[K comparable] interface {
-	Observer[K]
+// wallClockObserver is an Observer with the optional NeedsWallClock method
+// (see Observer).
+type wallClockObserver interface {
 	NeedsWallClock() bool
 }
 
@@ -57,22 +58,6 @@ func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
 	s.mu.Lock()
 	s.setObserverLocked(obs)
 	s.mu.Unlock()
-}
-
-// CompareAndSwapObserver installs obs as SetObserver does, but only if the
-// Observer installed is old (nil: none), and reports whether it did. It lets
-// instrumentation install itself without replacing an Observer someone else
-// installed meanwhile, and remove itself without removing a newer one:
-// otelqueue.Instrument and Instrumentation.Stop use it. An old whose dynamic
-// type is not comparable (a func, say) matches nothing.
-func (s *Scheduler[K]) CompareAndSwapObserver(old, obs Observer[K]) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !sameObserver(s.obs, old) {
-		return false
-	}
-	s.setObserverLocked(obs)
-	return true
 }
 
 // sameObserver reports a == b, and false where comparing them would panic
@@ -91,7 +76,7 @@ func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 	s.obs = obs
 	s.timed = s.name != "" || obs != nil
 	s.wallClock = obs != nil
-	if w, ok := obs.(WallClockObserver[K]); ok {
+	if w, ok := obs.(wallClockObserver); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
 }

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -236,60 +234,5 @@ func TestObserverDoneWhileDequeuedRuns(t *testing.T) {
 	}
 	if st := s.Stats(); st.InFlight != 0 || st.Depth != 0 {
 		t.Errorf("Stats = %+v, want nothing in flight or ready", st)
-	}
-}
-
-// funcObserver is an Observer of an uncomparable type.
-type funcObserver func()
-
-func (funcObserver) Dequeued(ctx context.Context, _ *Item[string]) context.Context { return ctx }
-func (funcObserver) Done(context.Context, string, time.Time, time.Time)            {}
-
-// TestCompareAndSwapObserver: the swap happens only when the installed
-// Observer is old, concurrent installers have exactly one winner, and an
-// uncomparable Observer neither panics nor matches.
-func TestCompareAndSwapObserver(t *testing.T) {
-	s := New(Config[string]{Name: "cas"})
-	defer s.ShutDown()
-	a, b := &recObserver[string]{}, &recObserver[string]{}
-	if !s.CompareAndSwapObserver(nil, a) {
-		t.Fatal("CompareAndSwapObserver(nil, a) on a queue without an Observer = false")
-	}
-	if s.CompareAndSwapObserver(nil, b) {
-		t.Fatal("CompareAndSwapObserver(nil, b) replaced a")
-	}
-	if s.CompareAndSwapObserver(b, nil) {
-		t.Fatal("CompareAndSwapObserver(b, nil) removed a")
-	}
-	if got := s.Observer(); got != Observer[string](a) {
-		t.Fatalf("Observer() = %v, want a", got)
-	}
-	if !s.CompareAndSwapObserver(a, nil) || s.Observer() != nil {
-		t.Fatal("CompareAndSwapObserver(a, nil) did not remove a")
-	}
-
-	f := funcObserver(func() {})
-	if !s.CompareAndSwapObserver(nil, f) {
-		t.Fatal("installing an uncomparable Observer failed")
-	}
-	if s.CompareAndSwapObserver(funcObserver(func() {}), nil) {
-		t.Fatal("an uncomparable old matched")
-	}
-	s.SetObserver(nil)
-
-	var wins atomic.Int32
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if s.CompareAndSwapObserver(nil, &recObserver[string]{}) {
-				wins.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if n := wins.Load(); n != 1 {
-		t.Fatalf("%d concurrent installers won, want 1", n)
 	}
 }

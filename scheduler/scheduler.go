@@ -121,8 +121,3 @@ func (s *Scheduler[K]) nextOrder() uint64 {
 	s.order++
 	return s.order
 }
-
-// Clock returns the clock the queue reads (Config.Clock, or the real
-// clock): code that works beside the queue, such as an adaptive worker
-// pool, measures with it so that its times agree with the queue's.
-func (s *Scheduler[K]) Clock() clock.WithTicker { return s.clock }

@@ -48,8 +48,3 @@ func (s *Scheduler[K]) ShuttingDown() bool {
 	defer s.mu.Unlock()
 	return s.shuttingDown
 }
-
-// ShutDownCh returns a channel that is closed when ShutDown or
-// ShutDownWithDrain is first called, for a goroutine that works beside the
-// queue to stop with it.
-func (s *Scheduler[K]) ShutDownCh() <-chan struct{} { return s.stop }

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/utils/clock"
-	testingclock "k8s.io/utils/clock/testing"
-
 	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
@@ -326,44 +323,4 @@ func TestStopOnShutDown(t *testing.T) {
 			t.Errorf("Len = %d, want 2", n)
 		}
 	})
-}
-
-// TestShutDownCh checks that ShutDownCh is open until the first ShutDown or
-// ShutDownWithDrain, closed after, and the same channel every call, however
-// often the queue is shut down.
-func TestShutDownCh(t *testing.T) {
-	for _, drain := range []bool{false, true} {
-		s := New(Config[string]{})
-		ch := s.ShutDownCh()
-		select {
-		case <-ch:
-			t.Fatalf("drain %v: ShutDownCh closed before ShutDown", drain)
-		default:
-		}
-		if drain {
-			s.ShutDownWithDrain()
-		} else {
-			s.ShutDown()
-		}
-		s.ShutDown() // again: no second close
-		select {
-		case <-ch:
-		default:
-			t.Fatalf("drain %v: ShutDownCh still open after ShutDown", drain)
-		}
-		if s.ShutDownCh() != ch {
-			t.Errorf("drain %v: ShutDownCh returned another channel after ShutDown", drain)
-		}
-	}
-}
-
-// TestClock checks that Clock returns Config.Clock, or the real clock.
-func TestClock(t *testing.T) {
-	fc := testingclock.NewFakeClock(t0)
-	if got := New(Config[string]{Clock: fc}).Clock(); got != fc {
-		t.Errorf("Clock() = %v, want Config.Clock", got)
-	}
-	if _, ok := New(Config[string]{}).Clock().(clock.RealClock); !ok {
-		t.Errorf("Clock() of the zero Config is not the real clock")
-	}
 }

@@ -25,16 +25,27 @@ func (o *startObserver) Done(_ context.Context, _ string, started, _ time.Time) 
 	o.started = started
 }
 
-// monotonicObserver is a WallClockObserver that needs no wall clock.
+// monotonicObserver is an Observer whose NeedsWallClock says it needs no
+// wall clock.
 type monotonicObserver struct{ startObserver }
 
 func (*monotonicObserver) NeedsWallClock() bool { return false }
 
-var _ WallClockObserver[string] = (*monotonicObserver)(nil)
+// wallObserver is an Observer whose NeedsWallClock says it needs the wall
+// clock.
+type wallObserver struct{ startObserver }
 
-// An Observer gets times against a fresh wall-clock reading unless it is a
-// WallClockObserver that needs no wall clock: it then gets the monotonic
-// offset from the scheduler's creation.
+func (*wallObserver) NeedsWallClock() bool { return true }
+
+var (
+	_ Observer[string]  = (*monotonicObserver)(nil)
+	_ wallClockObserver = (*monotonicObserver)(nil)
+	_ wallClockObserver = (*wallObserver)(nil)
+)
+
+// An Observer gets times against a fresh wall-clock reading unless it has
+// the optional method NeedsWallClock and it returns false: it then gets the
+// monotonic offset from the scheduler's creation.
 func TestWallClockObserver(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -45,7 +56,8 @@ func TestWallClockObserver(t *testing.T) {
 		wantStepped bool
 	}{
 		{"plain observer", &startObserver{}, true},
-		{"WallClockObserver false", &monotonicObserver{}, false},
+		{"NeedsWallClock false", &monotonicObserver{}, false},
+		{"NeedsWallClock true", &wallObserver{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &steppedClock{FakeClock: testingclock.NewFakeClock(t0)}

@@ -1,8 +1,9 @@
 // Package clientwork carries, in a reconcile attempt's context, where the
 // attempt spent its time in Kubernetes API clients: package otelqueue puts a
-// Work in the context it hands the reconciler, package kubeclient adds to it
-// from the rate limiter and the transport of an instrumented rest.Config, and
-// otelqueue records it when the attempt ends.
+// Work in the context it hands the reconciler (for a queue instrumented
+// WithClientTime, or with an adaptive worker pool), package kubeclient adds
+// to it from the rate limiter and the transport of an instrumented
+// rest.Config, and otelqueue records it when the attempt ends.
 package clientwork
 
 import (
@@ -85,22 +86,6 @@ func (w *Work) RoundTrip(d time.Duration, end time.Time, throttled, retryAfter b
 		w.throttledAt.Store(end.UnixNano())
 	}
 }
-
-// enabled says whether a client was ever instrumented in the process.
-var enabled atomic.Bool
-
-// Enable records that a client is instrumented (kubeclient.Instrument
-// calls it): from then on otelqueue hands every attempt a Work. Until then
-// it hands out none, which saves an allocation per attempt in a program
-// that never instruments a client, where nothing could add to it.
-func Enable() { enabled.Store(true) }
-
-// Enabled reports whether Enable was called.
-func Enabled() bool { return enabled.Load() }
-
-// SetEnabled sets what Enabled reports and returns what it reported before:
-// for benchmarks that measure both, and restore it.
-func SetEnabled(v bool) (was bool) { return enabled.Swap(v) }
 
 // key is the context key of a Work.
 type key struct{}

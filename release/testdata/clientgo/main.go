@@ -38,7 +38,7 @@ func run(ctx context.Context, sdk *check.SDK) error {
 	mp, tp := sdk.MeterProvider, sdk.TracerProvider
 
 	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
-	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp))
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tp), otelqueue.WithClientTime())
 	if err != nil {
 		return err
 	}

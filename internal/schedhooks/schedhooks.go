@@ -1,0 +1,52 @@
+// Package schedhooks is the bridge through which package otelqueue reaches
+// the parts of a scheduler.Scheduler that exist only for it: the clock the
+// queue reads, the channel closed when it shuts down, and the
+// compare-and-swap of its Observer. They are no API of the scheduler's, so
+// that its users do not see them; package scheduler registers, in an init,
+// the function Of calls. Only package otelqueue uses this package.
+//
+// The bridge takes a scheduler as any, since a *scheduler.Scheduler[K] of
+// every K answers it: package scheduler matches them all with an interface
+// of an unexported method.
+package schedhooks
+
+import "k8s.io/utils/clock"
+
+// Hooks are what package otelqueue reaches in one scheduler.
+type Hooks struct {
+	// Clock is the clock the queue reads (scheduler.Config.Clock, or the
+	// real clock): code that works beside the queue, such as an adaptive
+	// worker pool, measures with it so that its times agree with the
+	// queue's.
+	Clock clock.WithTicker
+
+	// ShutDownCh is closed when ShutDown or ShutDownWithDrain is first
+	// called, for a goroutine that works beside the queue to stop with it.
+	ShutDownCh <-chan struct{}
+
+	// CompareAndSwapObserver installs obs as SetObserver does, but only if
+	// the Observer installed is old (nil: none), and reports whether it
+	// did: instrumentation installs itself without replacing an Observer
+	// someone else installed meanwhile, and removes itself without removing
+	// a newer one. old and obs are scheduler.Observer[K] of the scheduler's
+	// K, or nil; an old of another type, or whose dynamic type is not
+	// comparable (a func, say), matches nothing, and an obs of another type
+	// installs nothing: both return false.
+	CompareAndSwapObserver func(old, obs any) bool
+}
+
+// of is the function package scheduler registers.
+var of func(s any) *Hooks
+
+// Register sets the function Of calls. Package scheduler calls it in an
+// init, and nothing else may.
+func Register(f func(s any) *Hooks) { of = f }
+
+// Of returns the hooks of s, a *scheduler.Scheduler[K] of any K, or nil
+// when s is none.
+func Of(s any) *Hooks {
+	if of == nil {
+		return nil // package scheduler is not linked in: s cannot be one
+	}
+	return of(s)
+}
