@@ -14,7 +14,7 @@
 #   make release VERSION=vX.Y.Z   set that version everywhere, test it, print the tags
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
-#   make demo-controller-runtime   the same with controller-runtime (controllerruntime/example)
+#   make demo-controller-runtime   the same with controller-runtime (example/controllerruntime)
 #   make stack   Jaeger, a collector and Prometheus on 127.0.0.1, for make demo to export to
 
 GO        ?= go
@@ -34,8 +34,10 @@ BENCHFLAGS ?=
 BENCHSTAT  ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
 # Modules whose unit tests `make test` runs, root first; e2e/ has a target
-# of its own.
-MODULES := . bench controllerruntime
+# of its own. example/ is the examples' module (the two example controllers,
+# their embedded API server and telemetry set-up), so that the root go.mod
+# requires only what the library packages import.
+MODULES := . bench controllerruntime example
 # staticcheck, pinned (2026.x, built for Go 1.26), run through the module
 # proxy. Its modules: all but e2e/tools/*, which only wrap pinned third-party
 # builds (gofmt checks them; loading their dependencies would cost a Jaeger
@@ -55,7 +57,16 @@ PROMTOOL = cd e2e && $(GO) run ./cmd/prometheus promtool
 
 .PHONY: test deps unit consumer fuzz rules e2e test-apiserver controlplane bench bench-compare demo demo-controller-runtime stack vet lint release
 
-test: deps vet lint rules unit consumer fuzz test-apiserver e2e
+# The stages of make test, in order; each prints how long it took, so that
+# a CI log says where the time went (docs/testing.md#how-long).
+TEST_STAGES := deps vet lint rules unit consumer fuzz test-apiserver e2e
+
+test:
+	@total=$$(date +%s); for stage in $(TEST_STAGES); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$stage || { echo "== make $$stage failed after $$(( $$(date +%s) - start )) s"; exit 1; }; \
+		echo "== make $$stage: $$(( $$(date +%s) - start )) s"; \
+	done; echo "== make test: $$(( $$(date +%s) - total )) s"
 
 # What the tests need from Debian and a fresh machine lacks: docker-compose
 # validates docker-compose.yaml (e2e). Prometheus and promtool are built
@@ -179,13 +190,13 @@ bench-compare:
 # no error (GNU make then ends itself with the SIGINT, as after any Ctrl-C:
 # status 130 in the shell); an app that fails exits 1 and fails make.
 demo:
-	$(GO) build -o bin/demo ./example/app
+	cd example && $(GO) build -o ../bin/demo ./app
 	exec bin/demo $(ARGS)
 
 # The same on controller-runtime: a manager and a builder-made controller
-# with otelqueue's queue, its own module (controllerruntime/).
+# with otelqueue's queue (example/controllerruntime).
 demo-controller-runtime:
-	cd controllerruntime && $(GO) build -o ../bin/demo-controller-runtime ./example
+	cd example && $(GO) build -o ../bin/demo-controller-runtime ./controllerruntime
 	exec bin/demo-controller-runtime $(ARGS)
 
 # The native loopback stack (Jaeger, collector, Prometheus) for users without

@@ -1,4 +1,4 @@
-package otelqueuesdk_test
+package bench
 
 import (
 	"context"
@@ -9,10 +9,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
+	"github.com/otelqueue/otelqueue/scheduler"
 )
 
 // BenchmarkNativeRecord measures one key through an instrumented scheduler
@@ -31,7 +36,7 @@ func BenchmarkNativeRecord(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), sdkmetric.WithView(bc.views...))
 			b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-			q := nativeQueue(b, mp, nil, nil, "orders")
+			q := nativeQueue(b, mp, nil, "orders")
 			b.ReportAllocs()
 			for b.Loop() {
 				q.Add("a")
@@ -137,11 +142,33 @@ func nativeGatherSetup(b *testing.B, queues int, views bool, reg prometheus.Regi
 	durations := []time.Duration{0, 100 * time.Microsecond, 700 * time.Microsecond, 3 * time.Millisecond,
 		20 * time.Millisecond, 150 * time.Millisecond, 600 * time.Millisecond, 2 * time.Second, 9 * time.Second, 100 * time.Second}
 	for n := range queues {
-		q := nativeQueue(b, mp, nil, fc, fmt.Sprint("queue-", n))
+		q := nativeQueue(b, mp, fc, fmt.Sprint("queue-", n))
 		for i, d := range durations {
 			for j := range 5 {
 				nativeProcess(q, fc, fmt.Sprint(i, "-", j), d+time.Duration(j)*d/7, durations[len(durations)-1-i])
 			}
 		}
 	}
+}
+
+// nativeQueue returns a scheduler on clk (the real clock when nil),
+// instrumented with mp, tracing off.
+func nativeQueue(b *testing.B, mp metric.MeterProvider, clk clock.WithTicker, name string) *scheduler.Scheduler[string] {
+	b.Helper()
+	q := scheduler.New(scheduler.Config[string]{Name: name, Clock: clk})
+	b.Cleanup(q.ShutDown)
+	if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(mp), otelqueue.WithTracerProvider(tracenoop.NewTracerProvider())); err != nil {
+		b.Fatal(err)
+	}
+	return q
+}
+
+// nativeProcess runs key through q on the fake clock fc: the key waits
+// wait, then its processing takes work.
+func nativeProcess(q *scheduler.Scheduler[string], fc *testingclock.FakeClock, key string, wait, work time.Duration) {
+	q.Add(key)
+	fc.Step(wait)
+	k, _ := q.Get()
+	fc.Step(work)
+	q.Done(k)
 }

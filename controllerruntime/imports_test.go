@@ -14,8 +14,7 @@ import (
 // module import only the root module's public API. Its internal packages
 // may change in any release of the root module, and a program that
 // requires another version of it than this module was tested with would
-// break on them. (The example command still shares the root module's
-// example code; it is no library package.)
+// break on them.
 func TestNoInternalImportsOfTheRootModule(t *testing.T) {
 	const internal = "github.com/otelqueue/otelqueue/internal/"
 	fset := token.NewFileSet()
@@ -23,9 +22,6 @@ func TestNoInternalImportsOfTheRootModule(t *testing.T) {
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if d.IsDir() && path == "example" {
-			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil

@@ -36,8 +36,8 @@ var appBinary = sync.OnceValues(func() (string, error) {
 	}
 	appDir = dir
 	bin := filepath.Join(dir, "app")
-	cmd := exec.Command("go", "build", "-o", bin, "./example/app")
-	cmd.Dir = ".."
+	cmd := exec.Command("go", "build", "-o", bin, "./app")
+	cmd.Dir = "../example" // the examples' module
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building example/app: %v\n%s", err, out)
 	}

@@ -1,21 +1,13 @@
 package otelqueue_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -135,71 +127,25 @@ func ExampleRunner_Run() {
 	// workers 2, active 0, succeeded 3, failed 0
 }
 
-// Serve the queue metrics to Prometheus under controller-runtime's names
-// through the OpenTelemetry Prometheus exporter. WithoutScopeInfo leaves
-// exactly controller-runtime's labels (name and controller); OpenMetrics
-// (EnableOpenMetrics) is needed for exemplars.
-func Example_prometheus() {
-	ctx := context.Background()
-	registry := prometheus.NewRegistry() // or prometheus.DefaultRegisterer, or controller-runtime's metrics.Registry
-	exporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo())
-	if err != nil {
-		log.Fatal(err)
-	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer mp.Shutdown(ctx)
-
-	queue := scheduler.New(scheduler.Config[string]{Name: "deployments"})
-	defer queue.ShutDown()
-	if _, err := otelqueue.Instrument(queue, otelqueue.WithMeterProvider(mp)); err != nil {
-		log.Fatal(err)
-	}
-	queue.Add("default/web")
-
-	// In a program: http.Handle("/metrics", promhttp.HandlerFor(...)).
-	srv := httptest.NewServer(promhttp.HandlerFor(registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, "workqueue_depth") || strings.HasPrefix(line, "workqueue_adds_total") {
-			fmt.Println(line)
-		}
-	}
-	// Output:
-	// workqueue_adds_total{controller="deployments",name="deployments"} 1
-	// workqueue_depth{controller="deployments",name="deployments",priority="0"} 1
-}
-
-// Export traces and metrics over OTLP gRPC, as to an OpenTelemetry Collector.
-// The exporters connect lazily: constructing them needs no server. The
+// Export the queue's traces and metrics with the SDK: any span exporter
+// and metric reader do. In a program they are OTLP's (to an OpenTelemetry
+// Collector: go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc
+// and a PeriodicReader over .../otlpmetric/otlpmetricgrpc) or Prometheus's
+// (go.opentelemetry.io/otel/exporters/prometheus, which gives the metrics
+// controller-runtime's names); docs/instrumentation.md wires both. The
 // sampler keeps a queue item's trace whenever the change that enqueued it
 // was sampled, and the views make the two histograms exponential
 // (Prometheus native histograms).
-func Example_otlp() {
+func Example_export() {
 	ctx := context.Background()
-	traces, err := otlptracegrpc.New(ctx,
-		otlptracegrpc.WithEndpoint("localhost:4317"), // default; OTEL_EXPORTER_OTLP_ENDPOINT overrides
-		otlptracegrpc.WithInsecure())
-	if err != nil {
-		log.Fatal(err)
-	}
-	metrics, err := otlpmetricgrpc.New(ctx,
-		otlpmetricgrpc.WithEndpoint("localhost:4317"),
-		otlpmetricgrpc.WithInsecure())
-	if err != nil {
-		log.Fatal(err)
-	}
+	spans := tracetest.NewInMemoryExporter() // in a program: otlptracegrpc.New(ctx)
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(traces),
+		sdktrace.WithBatcher(spans),
 		sdktrace.WithSampler(otelqueuesdk.LinkSampled(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1)))))
-	defer tp.Shutdown(ctx) // flushes
+	defer tp.Shutdown(ctx)                // flushes
+	reader := sdkmetric.NewManualReader() // in a program: sdkmetric.NewPeriodicReader(exporter) or otelprom.New()
 	mp := sdkmetric.NewMeterProvider(
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(metrics)),
+		sdkmetric.WithReader(reader),
 		sdkmetric.WithView(otelqueuesdk.ExponentialHistograms(0)...))
 	defer mp.Shutdown(ctx) // flushes
 	// Or otel.SetTracerProvider(tp) and otel.SetMeterProvider(mp), and no options.
@@ -209,5 +155,17 @@ func Example_otlp() {
 	if _, err := otelqueue.Instrument(queue, otelqueue.WithTracerProvider(tp), otelqueue.WithMeterProvider(mp)); err != nil {
 		log.Fatal(err)
 	}
-	// ... start informers that call queue.AddContext, and a Runner.
+	queue.Add("default/web")
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if m.Name == "workqueue.depth" {
+			fmt.Println(m.Name, m.Data.(metricdata.Sum[int64]).DataPoints[0].Value)
+		}
+	}
+	// Output:
+	// workqueue.depth 1
 }

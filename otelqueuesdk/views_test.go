@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -150,43 +148,5 @@ func TestExponentialHistogramsMaxSize(t *testing.T) {
 	}
 	if dp.Count != 3 || total(dp.PositiveBucket.Counts) != 3 {
 		t.Errorf("count %d, buckets %v", dp.Count, dp.PositiveBucket.Counts)
-	}
-}
-
-// TestExponentialHistogramsPrometheus checks that through the Prometheus
-// exporter the exponential histograms become Prometheus native histograms
-// (a schema and spans instead of classic buckets). Prometheus receives them
-// only over the protobuf exposition format (scrape_protocols with
-// PrometheusProto, or --enable-feature=native-histograms); the text formats
-// cannot carry them.
-func TestExponentialHistogramsPrometheus(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, fc, _ := viewEnv(t, 0, exp)
-	process(q, fc, "a", 3*time.Second, time.Second)
-
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := 0
-	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds":
-			found++
-			h := mf.GetMetric()[0].GetHistogram()
-			if h == nil || h.Schema == nil || len(h.GetPositiveSpan()) == 0 || len(h.GetBucket()) != 0 {
-				t.Errorf("%s is not a native histogram: %v", mf.GetName(), h)
-			}
-			if h.GetSampleCount() != 1 {
-				t.Errorf("%s count %d", mf.GetName(), h.GetSampleCount())
-			}
-		}
-	}
-	if found != 2 {
-		t.Errorf("found %d of the 2 histograms", found)
 	}
 }

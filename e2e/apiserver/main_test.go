@@ -119,13 +119,13 @@ type example struct {
 	bin  string
 }
 
-// buildExamples builds example/app (root module) and
-// controllerruntime/example (its own module) into tmpDir.
+// buildExamples builds example/app and example/controllerruntime (the
+// examples' module) into tmpDir.
 func buildExamples(ctx context.Context, repo string) ([]example, error) {
 	var out []example
 	for _, b := range []struct{ name, dir, pkg string }{
-		{"app", repo, "./example/app"},
-		{"controller-runtime", filepath.Join(repo, "controllerruntime"), "./example"},
+		{"app", filepath.Join(repo, "example"), "./app"},
+		{"controller-runtime", filepath.Join(repo, "example"), "./controllerruntime"},
 	} {
 		bin := filepath.Join(tmpDir, "example-"+b.name)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, b.pkg)

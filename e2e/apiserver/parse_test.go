@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// summary is one summary line of an example (internal/examplecluster's
+// summary is one summary line of an example (example/internal/examplecluster's
 // Meter.Line): the rates over the last interval.
 type summary struct {
 	line                 string

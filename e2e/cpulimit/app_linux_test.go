@@ -13,19 +13,19 @@ import (
 	"github.com/otelqueue/otelqueue/e2e"
 )
 
-// buildApp builds example/app of the root module, one directory above the
-// e2e module, into dir.
+// buildApp builds example/app (the examples' module, example/, beside the
+// e2e module) into dir.
 func buildApp(ctx context.Context, dir string) (string, error) {
 	moduleDir, err := e2e.ModuleDir()
 	if err != nil {
 		return "", err
 	}
-	root := filepath.Dir(moduleDir)
+	root := filepath.Join(filepath.Dir(moduleDir), "example")
 	bin := filepath.Join(dir, "app")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./example/app")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./app")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./example/app in %s: %v\n%s", root, err, out)
+		return "", fmt.Errorf("go build ./app in %s: %v\n%s", root, err, out)
 	}
 	return bin, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // summary is what the test reads of one summary line of the app
-// (internal/examplecluster's Meter.Line).
+// (example/internal/examplecluster's Meter.Line).
 type summary struct {
 	line string
 	at   time.Time

@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
-	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 

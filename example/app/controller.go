@@ -25,8 +25,8 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/otelqueue/otelqueue/internal/examplecluster"
-	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 	"github.com/otelqueue/otelqueue/traceparent"
@@ -84,7 +84,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
-	inst, err := otelqueue.Instrument(queue)
+	// WithClientTime: the attempts' time in the instrumented clientset
+	// (limiter, requests, Retry-After) for the summary's split.
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime())
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/otelqueue/otelqueue/internal/exampletest"
+	"github.com/otelqueue/otelqueue/example/internal/exampletest"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 

@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
 )
 
 func main() {

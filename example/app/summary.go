@@ -5,7 +5,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/otelqueue/otelqueue/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 

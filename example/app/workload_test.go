@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
-	"github.com/otelqueue/otelqueue/internal/exampletest"
+	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/example/internal/exampletest"
 )
 
 // startController runs runController with args until the test ends, and

@@ -29,7 +29,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/controllerruntime/fakecluster"
-	"github.com/otelqueue/otelqueue/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -40,7 +40,7 @@ const (
 	versionKey         = examplecluster.VersionKey
 )
 
-const tracerName = "github.com/otelqueue/otelqueue/controllerruntime/example"
+const tracerName = "github.com/otelqueue/otelqueue/example/controllerruntime"
 
 // runManager runs the manager, and the workload when asked, until ctx ends.
 func runManager(ctx context.Context, cfg config) error {
@@ -94,7 +94,12 @@ func runManager(ctx context.Context, cfg config) error {
 	}
 	// For() enqueues with no trace context: the link source finds each
 	// attempt's writer in the object's annotation, in the manager's cache.
-	qopts := []otelqueue.Option{otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{}))}
+	// WithClientTime: the attempts' time in the manager's instrumented
+	// client, for the summary's split.
+	qopts := []otelqueue.Option{
+		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})),
+		otelqueue.WithClientTime(),
+	}
 	workers := cfg.Workers
 	if a := cfg.Adaptive; a.On() {
 		// controller-runtime runs MAX goroutines (MaxConcurrentReconciles,

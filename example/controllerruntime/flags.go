@@ -6,7 +6,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/otelqueue/otelqueue/internal/examplecluster"
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
 )
 
 // config holds the parsed flags.

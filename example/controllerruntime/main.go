@@ -41,7 +41,7 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/otelqueue/otelqueue/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/otelqueue/otelqueue/internal/exampletest"
+	"github.com/otelqueue/otelqueue/example/internal/exampletest"
 )
 
 // stopWhileBusy runs the example with every worker in a long reconcile and

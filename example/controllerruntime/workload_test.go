@@ -7,7 +7,7 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/otelqueue/otelqueue/internal/exampletest"
+	"github.com/otelqueue/otelqueue/example/internal/exampletest"
 )
 
 // TestSummarySaysWhenTheClientLimitHoldsTheWorkloadBack runs the example

@@ -29,7 +29,7 @@ func TestPrometheusNames(t *testing.T) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	instrument(t, procstat.WithMeterProvider(mp), procstat.WithReader(quotaReader()),
+	instrument(t, procstat.WithMeterProvider(mp), quotaReader(),
 		procstat.WithCachedObjects(func() int64 { return 4200 }))
 
 	families, err := reg.Gather()

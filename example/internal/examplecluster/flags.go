@@ -1,5 +1,5 @@
 // Package examplecluster is what otelqueue's two example controllers
-// (example/app and controllerruntime/example) share besides telemetry: their
+// (example/app and example/controllerruntime) share besides telemetry: their
 // common flags and how they are checked, the cluster they talk to (an
 // embedded API server on loopback, or a real one through -kubeconfig)
 // through client-go's REST client with a token bucket limiter for the

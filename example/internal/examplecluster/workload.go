@@ -152,7 +152,7 @@ func (w *Workload) Run(ctx context.Context) {
 
 	tracer := w.Tracer
 	if tracer == nil {
-		tracer = otel.Tracer("github.com/otelqueue/otelqueue/internal/examplecluster")
+		tracer = otel.Tracer("github.com/otelqueue/otelqueue/example/internal/examplecluster")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	clk := w.clock()

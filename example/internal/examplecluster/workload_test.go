@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/otelqueue/otelqueue/internal/exampletest"
+	"github.com/otelqueue/otelqueue/example/internal/exampletest"
 )
 
 // TestChurnSchedule follows the writes requested over a schedule of rates

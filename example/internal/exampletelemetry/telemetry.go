@@ -1,5 +1,5 @@
 // Package exampletelemetry sets up OpenTelemetry for otelqueue's example
-// controllers (example/app and controllerruntime/example): tracer and meter
+// controllers (example/app and example/controllerruntime): tracer and meter
 // providers, exporters chosen by the standard OTEL_* variables (OTLP over
 // gRPC or HTTP, console, none; docs/environment.md lists them), a Prometheus
 // endpoint through the OpenTelemetry exporter bridge, and an error handler

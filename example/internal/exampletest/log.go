@@ -1,6 +1,6 @@
 // Package exampletest holds the test helpers of otelqueue's example
-// controllers (example/app, controllerruntime/example) and of
-// internal/examplecluster: the standard logger's output captured, and a wait
+// controllers (example/app, example/controllerruntime) and of
+// example/internal/examplecluster: the standard logger's output captured, and a wait
 // for a line of it.
 package exampletest
 

@@ -1,0 +1,11 @@
+package otelqueuesdk_test
+
+import (
+	"testing"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
+)
+
+func TestMain(m *testing.M) {
+	testutil.Main(m)
+}
