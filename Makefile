@@ -18,6 +18,12 @@
 #   make stack   Jaeger, a collector and Prometheus on 127.0.0.1, for make demo to export to
 
 GO        ?= go
+# -trimpath for every go command: a compiled package then does not depend on
+# where its module cache is, so the consumer test, which builds in a fresh
+# module cache, reuses what vet compiled instead of compiling client-go and
+# controller-runtime again (docs/testing.md#how-long).
+GOFLAGS += -trimpath
+export GOFLAGS
 # The fuzz budget is a number of executions, not a duration: a duration-based
 # -fuzztime races Go's fuzz coordinator against its own deadline and can fail
 # with a bare "context deadline exceeded" and no crasher (golang/go#75804,
