@@ -157,18 +157,21 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	if err != nil {
 		otel.Handle(err)
 	}
-	return &Instrumentation{
+	inst := &Instrumentation{
 		client:  obs.client,
 		standby: sb,
 		b:       b,
 		reg:     reg,
-		stop: func() {
-			stopPool()
-			stopStandby()
-			b.client.CompareAndSwap(obs.client, nil)
-			drainAttempts(s, scheduler.Observer[K](obs))
-		},
-	}, nil
+	}
+	unregister := registerInspectable(s, sb, b)
+	inst.stop = func() {
+		unregister()
+		stopPool()
+		stopStandby()
+		b.client.CompareAndSwap(obs.client, nil)
+		drainAttempts(s, scheduler.Observer[K](obs))
+	}
+	return inst, nil
 }
 
 // install makes obs the Observer of s, atomically: it fails when s is
@@ -197,7 +200,7 @@ func install[K comparable](s *scheduler.Scheduler[K], obs *observer[K]) error {
 // in Kubernetes API clients instrumented with package kubeclient: the
 // numbers behind the workqueue.client.* metrics, for a program that uses no
 // metrics library. They are recorded only for a queue instrumented
-// WithClientTime, or with an adaptive worker pool; otherwise they are zero.
+// WithClientTime; otherwise they are zero.
 // Attempts that end after Stop are not counted, as they are not measured.
 func (i *Instrumentation) ClientStats() ClientStats {
 	if i == nil || i.client == nil {

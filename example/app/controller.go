@@ -136,6 +136,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	log.Printf("controller %q running against the %s, namespace %q, %s", queueName, where, cfg.Namespace, cfg.WorkersText())
 	if tel.MetricsURL != "" {
 		log.Printf("metrics (Prometheus, with exemplars): %s", tel.MetricsURL)
+		log.Printf("queue inspector: %s", tel.InspectorURL)
 	}
 	if len(tel.OTLP) > 0 {
 		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))

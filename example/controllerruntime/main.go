@@ -81,6 +81,7 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 	}
 	if tel.MetricsURL != "" {
 		log.Printf("metrics at %s", tel.MetricsURL)
+		log.Printf("queue inspector: %s", tel.InspectorURL)
 	}
 	if len(tel.OTLP) > 0 {
 		log.Printf("exporting %s", strings.Join(tel.OTLP, ", "))

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 func TestMain(m *testing.M) {
@@ -109,6 +112,22 @@ func TestExampleOnFakeCluster(t *testing.T) {
 				missing[what] = re
 			}
 		}
+	}
+
+	// The queue inspector beside /metrics shows the controller's queue.
+	inspector := strings.TrimSuffix(url, "/metrics") + "/debug/queues?format=json"
+	resp, err := http.Get(inspector)
+	if err != nil {
+		t.Fatalf("the queue inspector: %v", err)
+	}
+	var page otelqueue.InspectorPage
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the queue inspector at %s: %s, %v", inspector, resp.Status, err)
+	}
+	if len(page.Queues) != 1 || page.Queues[0].Name != "configmaps" {
+		t.Errorf("the queue inspector shows %+v, want the configmaps queue", page.Queues)
 	}
 
 	// A reconcile of an update: its root links to the workload's write and

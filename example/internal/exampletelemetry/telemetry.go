@@ -29,6 +29,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 
+	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
 )
 
@@ -60,8 +61,11 @@ type Config struct {
 type Telemetry struct {
 	TracerProvider *sdktrace.TracerProvider
 	MeterProvider  *sdkmetric.MeterProvider
-	// MetricsURL is the Prometheus endpoint, empty without one.
-	MetricsURL string
+	// MetricsURL is the Prometheus endpoint, empty without one;
+	// InspectorURL the queue inspector (otelqueue.Inspector) beside it,
+	// whose trace ids link to $OTELQUEUE_TRACE_URL when set (e.g.
+	// http://127.0.0.1:16686/trace/{trace_id}, Jaeger's UI).
+	MetricsURL, InspectorURL string
 	// OTLP says what goes where over OTLP, as dialled, e.g. "traces over
 	// OTLP gRPC to 127.0.0.1:4317 (plaintext)".
 	OTLP []string
@@ -187,8 +191,12 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		// OpenMetrics carries the exemplars; a Prometheus that scrapes native
 		// histograms asks for the protobuf format, which has both.
 		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, served}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+		// The queues' keys and traces, read-only, on the same (loopback by
+		// default) address as the metrics.
+		mux.Handle("/debug/queues", &otelqueue.Inspector{TraceURL: os.Getenv("OTELQUEUE_TRACE_URL")})
 		t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
+		t.InspectorURL = "http://" + ln.Addr().String() + "/debug/queues"
 		go func() {
 			if err := t.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				t.logf("metrics server: %v", err)

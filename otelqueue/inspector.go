@@ -1,0 +1,345 @@
+package otelqueue
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// Inspector is a read-only http.Handler that shows the queues of the
+// process instrumented with Instrument (and so those of package
+// controllerruntime): per queue, its numbers, the keys waiting by priority
+// and wait reason, the keys that have waited longest with why they wait,
+// their priority, attempts and the trace that enqueued them or their last
+// attempt, the keys in flight with how long they have run, the adaptive
+// pool's count and last decision, and whether the queue is standby. It
+// serves an HTML page, or JSON (InspectorPage) when the request asks for it
+// (?format=json, or an Accept header of application/json).
+//
+// Keys are object names, and the page shows trace ids: serve it only where
+// the metrics may be read (a loopback address, or behind the same
+// authentication as /metrics); it never listens by itself. Nothing is
+// recorded for it on the queues' hot path: each request reads the queues
+// (scheduler.Scheduler.Inspect, under each queue's lock in turn) and
+// renders them, with at most Limit keys per list.
+type Inspector struct {
+	// Limit is the number of keys listed per queue in each list: 0 (or
+	// less) means DefaultInspectorLimit, and more than MaxInspectorLimit
+	// means MaxInspectorLimit.
+	Limit int
+	// TraceURL, when set, makes every trace id a link: the URL with its
+	// "{trace_id}" replaced by the id in hex, e.g.
+	// "http://127.0.0.1:16686/trace/{trace_id}" for Jaeger's UI.
+	TraceURL string
+}
+
+// DefaultInspectorLimit is the number of keys an Inspector lists per queue
+// and list unless told otherwise; MaxInspectorLimit the most it lists.
+const (
+	DefaultInspectorLimit = 20
+	MaxInspectorLimit     = 1000
+)
+
+// InspectorPage is what an Inspector shows, and its JSON form.
+type InspectorPage struct {
+	// At is when the page was made.
+	At     time.Time        `json:"at"`
+	Queues []InspectedQueue `json:"queues"`
+}
+
+// InspectedQueue is one queue on an Inspector's page.
+type InspectedQueue struct {
+	Name    string `json:"name"`
+	Standby bool   `json:"standby"`
+	// Depth, Delayed, Held and InFlight are those of scheduler.Stats;
+	// OldestPending the wait of the oldest key ready.
+	Depth         int           `json:"depth"`
+	Delayed       int           `json:"delayed"`
+	Held          int           `json:"held"`
+	InFlight      int           `json:"in_flight"`
+	OldestPending time.Duration `json:"oldest_pending_ns"`
+	// Pending counts the keys waiting by priority and wait reason.
+	Pending []InspectedCount `json:"pending"`
+	// Oldest are the keys that have waited longest, Running the runs in
+	// flight that have run longest: at most the Inspector's Limit each.
+	Oldest  []InspectedKey `json:"oldest"`
+	Running []InspectedRun `json:"running"`
+	// Adaptive is the adaptive pool's state, when the queue has one.
+	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
+}
+
+// InspectedCount is the number of keys waiting with one priority and wait
+// reason.
+type InspectedCount struct {
+	Priority int    `json:"priority"`
+	Reason   string `json:"reason"`
+	Keys     int    `json:"keys"`
+}
+
+// InspectedKey is a key waiting.
+type InspectedKey struct {
+	Key string `json:"key"`
+	// Wait is how long since its earliest add still pending.
+	Wait time.Duration `json:"wait_ns"`
+	// ReadyIn is how long until it may run, for a key delayed (0: ready).
+	ReadyIn  time.Duration `json:"ready_in_ns"`
+	Reason   string        `json:"reason"`
+	Priority int           `json:"priority"`
+	// Attempts is the attempt its next run will be (1 + the rate
+	// limiter's failures); Coalesced the adds merged into it.
+	Attempts  int `json:"attempts"`
+	Coalesced int `json:"coalesced"`
+	// EnqueuedBy is the trace id of the first add that carried a trace
+	// context; LastAttempt that of the attempt a retry follows. Empty when
+	// none.
+	EnqueuedBy  string `json:"enqueued_by,omitempty"`
+	LastAttempt string `json:"last_attempt,omitempty"`
+}
+
+// InspectedRun is a run in flight.
+type InspectedRun struct {
+	Key     string        `json:"key"`
+	Running time.Duration `json:"running_ns"`
+	// TraceID is the attempt's trace id, when it is traced.
+	TraceID string `json:"trace_id,omitempty"`
+}
+
+// inspectable is a live Instrumentation, as an Inspector reads it. It
+// refers to its scheduler through a weak pointer only (the Instrumentation
+// refers to it strongly): a scheduler dropped without Stop is not kept
+// alive by the list of inspectables.
+type inspectable struct {
+	name    string
+	inspect func(limit int) (scheduler.Inspection[string], scheduler.Stats, bool)
+	standby *standby // nil without WithStandby
+	b       *binding
+}
+
+// inspectables are the live Instrumentations of the process, in the order
+// they were made.
+var inspectables struct {
+	mu   sync.Mutex
+	list []*inspectable
+}
+
+// registerInspectable adds the Instrumentation of s to what Inspectors
+// show, and returns the function that removes it. The scheduler is held by
+// a weak pointer: a scheduler dropped without Stop is not kept alive.
+func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b *binding) func() {
+	wp := weak.Make(s)
+	in := &inspectable{name: s.Name(), standby: sb, b: b}
+	in.inspect = func(limit int) (scheduler.Inspection[string], scheduler.Stats, bool) {
+		s := wp.Value()
+		if s == nil {
+			return scheduler.Inspection[string]{}, scheduler.Stats{}, false
+		}
+		st := s.Stats()
+		raw := s.Inspect(limit)
+		out := scheduler.Inspection[string]{At: raw.At, Pending: raw.Pending, InFlight: raw.InFlight, ByPriority: raw.ByPriority}
+		for _, p := range raw.Oldest {
+			out.Oldest = append(out.Oldest, scheduler.PendingKey[string]{
+				Key: keyString(p.Key), EnqueuedAt: p.EnqueuedAt, ReadyAt: p.ReadyAt, Reason: p.Reason,
+				Priority: p.Priority, Requeues: p.Requeues, Coalesced: p.Coalesced, Delayed: p.Delayed, Held: p.Held,
+				Origin: p.Origin, PreviousAttempt: p.PreviousAttempt,
+			})
+		}
+		for _, r := range raw.Running {
+			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext})
+		}
+		return out, st, true
+	}
+	inspectables.mu.Lock()
+	inspectables.list = append(inspectables.list, in)
+	inspectables.mu.Unlock()
+	return func() {
+		inspectables.mu.Lock()
+		defer inspectables.mu.Unlock()
+		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return x == in })
+	}
+}
+
+// Page returns what the Inspector shows now.
+func (i *Inspector) Page() InspectorPage {
+	limit := DefaultInspectorLimit
+	if i != nil && i.Limit > 0 {
+		limit = min(i.Limit, MaxInspectorLimit)
+	}
+	inspectables.mu.Lock()
+	list := slices.Clone(inspectables.list)
+	inspectables.mu.Unlock()
+	page := InspectorPage{At: time.Now()}
+	for _, in := range list {
+		raw, st, ok := in.inspect(limit)
+		if !ok {
+			continue
+		}
+		q := InspectedQueue{
+			Name: in.name, Standby: in.standby.isStandby(),
+			Depth: st.Depth, Delayed: st.Delayed, Held: st.Held, InFlight: st.InFlight, OldestPending: st.OldestPending,
+		}
+		for _, c := range raw.ByPriority {
+			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Keys: c.Keys})
+		}
+		now := raw.At
+		for _, p := range raw.Oldest {
+			k := InspectedKey{
+				Key: p.Key, Reason: p.Reason.String(), Priority: p.Priority,
+				Attempts: p.Requeues + 1, Coalesced: p.Coalesced,
+				EnqueuedBy: traceID(p.Origin), LastAttempt: traceID(p.PreviousAttempt),
+			}
+			if !now.IsZero() {
+				k.Wait = now.Sub(p.EnqueuedAt)
+				if p.Delayed {
+					k.ReadyIn = max(0, p.ReadyAt.Sub(now))
+				}
+			}
+			q.Oldest = append(q.Oldest, k)
+		}
+		for _, r := range raw.Running {
+			run := InspectedRun{Key: r.Key, TraceID: traceID(r.SpanContext)}
+			if !now.IsZero() {
+				run.Running = now.Sub(r.StartedAt)
+			}
+			q.Running = append(q.Running, run)
+		}
+		if p := in.b.pool.Load(); p != nil {
+			a := p.Stats()
+			q.Adaptive = &a
+		}
+		page.Queues = append(page.Queues, q)
+	}
+	slices.SortStableFunc(page.Queues, func(a, b InspectedQueue) int { return cmp.Compare(a.Name, b.Name) })
+	return page
+}
+
+// traceID is sc's trace id in hex, or "" for an invalid sc.
+func traceID(sc trace.SpanContext) string {
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+// ServeHTTP serves the page: JSON for ?format=json or an Accept header of
+// application/json, HTML otherwise. Only GET and HEAD are allowed.
+func (i *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "the queue inspector is read-only: use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	page := i.Page()
+	if r.URL.Query().Get("format") == "json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json") {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(page)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	traceURL := ""
+	if i != nil {
+		traceURL = i.TraceURL
+	}
+	if err := inspectorTemplate.Execute(w, inspectorView{InspectorPage: page, traceURL: traceURL}); err != nil {
+		// The header is sent: all that is left is to say so in the page.
+		fmt.Fprintf(w, "<p>rendering the page failed: %s</p>", template.HTMLEscapeString(err.Error()))
+	}
+}
+
+// inspectorView is the page with what the template needs besides.
+type inspectorView struct {
+	InspectorPage
+	traceURL string
+}
+
+// TraceLink returns the link of a trace id, or "" when no TraceURL is set.
+func (v inspectorView) TraceLink(id string) string {
+	if v.traceURL == "" || id == "" {
+		return ""
+	}
+	return strings.ReplaceAll(v.traceURL, "{trace_id}", id)
+}
+
+// roundForPage shortens a duration for the page.
+func roundForPage(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0"
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+var inspectorTemplate = template.Must(template.New("inspector").Funcs(template.FuncMap{
+	"dur": roundForPage,
+	// pair makes the argument of the "trace" template: a trace id and its
+	// link (empty when none).
+	"pair": func(id, link string) map[string]string { return map[string]string{"ID": id, "Link": link} },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Queues — otelqueue</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1em; margin-bottom: 0.3em; }
+table { border-collapse: collapse; margin-bottom: 1em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; } td.num { text-align: right; }
+.key { font-family: ui-monospace, monospace; word-break: break-all; }
+.standby { color: #a60; font-weight: bold; } .muted { color: #777; }
+dl.figures { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
+dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
+</style>
+</head>
+<body>
+<h1>Queues</h1>
+<p class="muted">At {{.At.Format "2006-01-02 15:04:05.000 MST"}}. Read-only; reload for a new look. <a href="?format=json">JSON</a></p>
+{{if not .Queues}}<p id="no-queues">No instrumented queue in this process.</p>{{end}}
+{{range .Queues}}{{$q := .}}
+<section class="queue" id="queue-{{.Name}}" data-queue="{{.Name}}">
+<h2>{{.Name}}{{if .Standby}} <span class="standby" data-field="standby">standby: waiting for leadership</span>{{end}}</h2>
+<dl class="figures">
+<dt>ready (depth)</dt><dd data-field="depth">{{.Depth}}</dd>
+<dt>delayed</dt><dd data-field="delayed">{{.Delayed}}</dd>
+<dt>held (added while in flight)</dt><dd data-field="held">{{.Held}}</dd>
+<dt>in flight</dt><dd data-field="in-flight">{{.InFlight}}</dd>
+<dt>oldest ready key has waited</dt><dd data-field="oldest-pending">{{dur .OldestPending}}</dd>
+{{with .Adaptive}}<dt>adaptive workers</dt><dd data-field="adaptive">{{.Limit}} (min {{.Min}}, max {{.Max}}{{if .Ceiling}}, ceiling {{.Ceiling}}{{end}}{{if .Needed}}, demand {{.Needed}}{{end}}){{if .Changes}}; last change: {{.Reason}}, {{.Detail}}{{end}}</dd>{{end}}
+</dl>
+<h3>Waiting, by priority and reason</h3>
+{{if .Pending}}<table class="pending"><tr><th>priority</th><th>reason</th><th>keys</th></tr>
+{{range .Pending}}<tr><td class="num">{{.Priority}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
+<h3>Waiting longest</h3>
+{{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
+{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
+<h3>In flight, longest first</h3>
+{{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trace</th></tr>
+{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
+</section>
+{{end}}
+</body>
+</html>
+{{define "trace"}}{{if .ID}}{{if .Link}}<a href="{{.Link}}">{{.ID}}</a>{{else}}{{.ID}}{{end}}{{end}}{{end}}`))

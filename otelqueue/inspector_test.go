@@ -1,0 +1,207 @@
+package otelqueue_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// inspectedQueue instruments a queue named name on a fake clock, traced by
+// an SDK TracerProvider that samples everything, and stops it when the test
+// ends.
+func inspectedQueue(t *testing.T, name string, opts ...otelqueue.Option) (*scheduler.Scheduler[string], *testingclock.FakeClock, *otelqueue.Instrumentation) {
+	t.Helper()
+	fc := testingclock.NewFakeClock(t0)
+	q := scheduler.New(scheduler.Config[string]{Name: name, Clock: fc})
+	t.Cleanup(q.ShutDown)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	opts = append([]otelqueue.Option{otelqueue.WithMeterProvider(metricnoop.NewMeterProvider()), otelqueue.WithTracerProvider(tp)}, opts...)
+	inst, err := otelqueue.Instrument(q, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Stop() })
+	return q, fc, inst
+}
+
+// get fetches the inspector's page at path with the Accept header accept.
+func get(t *testing.T, h http.Handler, method, path, accept string) (*http.Response, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	resp := rec.Result()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
+
+// queueOf returns the queue named name on page, failing the test if absent.
+func queueOf(t *testing.T, page otelqueue.InspectorPage, name string) otelqueue.InspectedQueue {
+	t.Helper()
+	for _, q := range page.Queues {
+		if q.Name == name {
+			return q
+		}
+	}
+	t.Fatalf("queue %q is not on the page (%d queues)", name, len(page.Queues))
+	return otelqueue.InspectedQueue{}
+}
+
+// TestInspector: the JSON and the HTML page show a queue's keys waiting
+// (oldest first, with their reason, priority, attempt and the trace that
+// enqueued them), its runs in flight with their attempt's trace, and its
+// counts; a queue stopped is no longer shown.
+func TestInspector(t *testing.T) {
+	q, fc, inst := inspectedQueue(t, "inspected-orders")
+	enqCtx, enqSC := remoteCtx(1, true)
+	q.AddContext(enqCtx, "default/a")
+	fc.Step(time.Second)
+	q.AddWithOptions(context.Background(), scheduler.AddOptions{Priority: 10}, "default/urgent")
+	q.Add("default/<b>")
+	fc.Step(time.Second)
+	q.AddAfter("default/later", time.Minute)
+	it, err := q.GetContext(context.Background()) // default/urgent, the highest priority
+	if err != nil || it.Key != "default/urgent" {
+		t.Fatalf("GetContext = %q, %v", it.Key, err)
+	}
+	fc.Step(3 * time.Second)
+
+	h := &otelqueue.Inspector{TraceURL: "http://127.0.0.1:16686/trace/{trace_id}"}
+	resp, body := get(t, h, http.MethodGet, "/debug/queues?format=json", "")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("JSON: %s %s\n%s", resp.Status, resp.Header.Get("Content-Type"), body)
+	}
+	var page otelqueue.InspectorPage
+	if err := json.Unmarshal([]byte(body), &page); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, body)
+	}
+	got := queueOf(t, page, "inspected-orders")
+	if got.Depth != 2 || got.Delayed != 1 || got.InFlight != 1 || got.OldestPending != 5*time.Second {
+		t.Errorf("counts: %+v, want depth 2, delayed 1, in flight 1, oldest 5s", got)
+	}
+	var keys []string
+	for _, k := range got.Oldest {
+		keys = append(keys, k.Key)
+	}
+	if strings.Join(keys, ",") != "default/a,default/<b>,default/later" {
+		t.Fatalf("oldest keys %q, want a, <b>, later", keys)
+	}
+	a, later := got.Oldest[0], got.Oldest[2]
+	if a.Wait != 5*time.Second || a.Reason != "immediate" || a.Attempts != 1 || a.EnqueuedBy != enqSC.TraceID().String() {
+		t.Errorf("default/a = %+v, want 5s, immediate, attempt 1, enqueued by trace %s", a, enqSC.TraceID())
+	}
+	if later.Reason != "delayed" || later.ReadyIn != 57*time.Second {
+		t.Errorf("default/later = %+v, want delayed, ready in 57s", later)
+	}
+	if len(got.Running) != 1 || got.Running[0].Key != "default/urgent" || got.Running[0].Running != 3*time.Second ||
+		got.Running[0].TraceID == "" {
+		t.Errorf("running %+v, want default/urgent for 3s, traced", got.Running)
+	}
+	if !strings.Contains(body, `"priority": 0`) {
+		t.Errorf("JSON without the counts by priority:\n%s", body)
+	}
+
+	// The same as HTML, keys escaped, trace ids linked.
+	resp, html := get(t, h, http.MethodGet, "/debug/queues", "text/html")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("HTML: %s %s", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		`data-queue="inspected-orders"`,
+		`default/&lt;b&gt;`,
+		`href="http://127.0.0.1:16686/trace/` + enqSC.TraceID().String() + `"`,
+		`data-key="default/urgent"`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the HTML page lacks %s", want)
+		}
+	}
+	if strings.Contains(html, "default/<b>") {
+		t.Error("the HTML page shows a key unescaped")
+	}
+	// Accept: application/json gets JSON too.
+	if resp, _ := get(t, h, http.MethodGet, "/", "application/json"); resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("Accept application/json: %s", resp.Header.Get("Content-Type"))
+	}
+
+	// Read-only.
+	if resp, _ := get(t, h, http.MethodPost, "/", ""); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %s, Allow %q", resp.Status, resp.Header.Get("Allow"))
+	}
+
+	// Stopped: no longer shown; twice is harmless.
+	q.Done(it.Key)
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_ = inst.Stop()
+	for _, q := range h.Page().Queues {
+		if q.Name == "inspected-orders" {
+			t.Errorf("a stopped queue is still on the page")
+		}
+	}
+}
+
+// TestInspectorLimit: a queue with a thousand keys waiting lists the limit,
+// oldest first, and counts them all; a nil Inspector and a limit out of
+// range take the default and the maximum.
+func TestInspectorLimit(t *testing.T) {
+	q, fc, _ := inspectedQueue(t, "inspected-many")
+	for i := range 1000 {
+		q.Add(fmt.Sprintf("ns/obj-%04d", i))
+		fc.Step(time.Millisecond)
+	}
+	for _, c := range []struct {
+		h    *otelqueue.Inspector
+		want int
+	}{
+		{nil, otelqueue.DefaultInspectorLimit},
+		{&otelqueue.Inspector{Limit: -3}, otelqueue.DefaultInspectorLimit},
+		{&otelqueue.Inspector{Limit: 5}, 5},
+		{&otelqueue.Inspector{Limit: 5000}, 1000},
+	} {
+		got := queueOf(t, c.h.Page(), "inspected-many")
+		if len(got.Oldest) != c.want || got.Depth != 1000 || got.Pending[0].Keys != 1000 {
+			t.Errorf("%+v: %d listed of depth %d (%+v), want %d of 1000", c.h, len(got.Oldest), got.Depth, got.Pending, c.want)
+			continue
+		}
+		if got.Oldest[0].Key != "ns/obj-0000" || got.Oldest[0].Wait != time.Second {
+			t.Errorf("%+v: the oldest is %+v, want ns/obj-0000 after 1s", c.h, got.Oldest[0])
+		}
+	}
+}
+
+// TestInspectorStandbyAndPool: a standby queue says so; a queue with an
+// adaptive pool shows its count.
+func TestInspectorStandbyAndPool(t *testing.T) {
+	active := make(chan struct{})
+	_, _, _ = inspectedQueue(t, "inspected-standby", otelqueue.WithStandby(active),
+		otelqueue.AdaptiveWorkers{Min: 1, Max: 4, Start: 2, Interval: time.Hour})
+	got := queueOf(t, (&otelqueue.Inspector{}).Page(), "inspected-standby")
+	if !got.Standby || got.Adaptive == nil || got.Adaptive.Limit != 2 {
+		t.Errorf("standby %v, adaptive %+v; want standby, a pool at 2", got.Standby, got.Adaptive)
+	}
+	_, html := get(t, &otelqueue.Inspector{}, http.MethodGet, "/", "")
+	if !strings.Contains(html, `data-field="standby"`) || !strings.Contains(html, `data-field="adaptive">2 (min 1, max 4`) {
+		t.Errorf("the HTML page lacks the standby state or the pool's count")
+	}
+	close(active)
+}
