@@ -34,6 +34,9 @@ type Tool struct {
 	// LDFlags, when not empty, is passed to go build as -ldflags (for
 	// example the version a binary reports).
 	LDFlags string
+	// Tags, when not empty, is passed to go build as -tags: build tags
+	// that leave out what the tests do not use.
+	Tags string
 	// Hint is printed before a cold build (how long it takes, how much memory).
 	Hint string
 }
@@ -114,6 +117,9 @@ func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, 
 	if t.LDFlags != "" {
 		args = append(args, "-ldflags", t.LDFlags)
 	}
+	if t.Tags != "" {
+		args = append(args, "-tags", t.Tags)
+	}
 	cmd := exec.CommandContext(ctx, "go", append(args, t.Package)...)
 	cmd.Dir = t.ModuleDir
 	cmd.Env = buildEnv()
@@ -166,7 +172,7 @@ func (t Tool) cacheKey(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env: %w", err)
 	}
-	fmt.Fprintf(h, "tool %s %s\nldflags %q\n%s", t.Name, t.Package, t.LDFlags, out)
+	fmt.Fprintf(h, "tool %s %s\nldflags %q\ntags %q\n%s", t.Name, t.Package, t.LDFlags, t.Tags, out)
 	var files []string
 	err = filepath.WalkDir(t.ModuleDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
