@@ -167,19 +167,21 @@ type AdaptiveStats struct {
 	// Limit is the number of keys the queue hands out at once now; Min and
 	// Max its bounds (Max is the lower of AdaptiveWorkers.Max and the
 	// workers given with WithWorkers).
-	Limit, Min, Max int
+	Limit int `json:"limit"`
+	Min   int `json:"min"`
+	Max   int `json:"max"`
 	// Needed is the count the last decision found the demand needs, before
 	// the bounds and the ceiling; 0 before the first.
-	Needed int
+	Needed int `json:"needed"`
 	// Ceiling is the count a downstream limit holds the pool at or under,
 	// 0 when none. The pool comes down to it by halves, so Limit may be
 	// above it for an interval or two after it is set.
-	Ceiling int
+	Ceiling int `json:"ceiling"`
 	// Changes counts the changes of Limit; Reason is the last one's (one of
 	// the Reason constants) and Detail the figures that decided it, as in
 	// its log line; Changed is when it happened.
-	Changes uint64
-	Reason  Reason
-	Detail  string
-	Changed time.Time
+	Changes uint64    `json:"changes"`
+	Reason  Reason    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	Changed time.Time `json:"changed"`
 }

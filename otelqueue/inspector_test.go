@@ -203,5 +203,8 @@ func TestInspectorStandbyAndPool(t *testing.T) {
 	if !strings.Contains(html, `data-field="standby"`) || !strings.Contains(html, `data-field="adaptive">2 (min 1, max 4`) {
 		t.Errorf("the HTML page lacks the standby state or the pool's count")
 	}
+	if _, body := get(t, &otelqueue.Inspector{}, http.MethodGet, "/?format=json", ""); !strings.Contains(body, `"limit": 2`) {
+		t.Errorf("the JSON page lacks the pool's limit in snake case")
+	}
 	close(active)
 }
