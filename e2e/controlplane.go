@@ -38,14 +38,13 @@ func ControlPlaneTools(moduleDir string) (apiserver, etcd Tool, err error) {
 		Package:   "k8s.io/kubernetes/cmd/kube-apiserver",
 		LDFlags: "-X " + pkg + "gitVersion=" + version + " -X " + pkg + "gitMajor=" + major +
 			" -X " + pkg + "gitMinor=" + minor + " -X " + pkg + "gitTreeState=clean",
-		Hint: "kube-apiserver " + version + ": a cold build took 7 min 51 s on 2 quiet cores, downloads included, " +
-			"21 min beside other builds (docs/testing.md); it is cached afterwards",
+		Hint: "kube-apiserver " + version + ": a cold build takes minutes (docs/testing.md#how-long); it is cached afterwards",
 	}
 	etcd = Tool{
 		Name:      "etcd",
 		ModuleDir: filepath.Join(moduleDir, "tools", "etcd"),
 		Package:   ".",
-		Hint:      "a cold build took 54 s on 2 quiet cores, downloads included, 2 min 24 s beside other builds; it is cached afterwards",
+		Hint:      "a cold build takes about a minute (docs/testing.md#how-long); it is cached afterwards",
 	}
 	return apiserver, etcd, nil
 }

@@ -57,14 +57,14 @@ func Tools(moduleDir string) (jaeger, collector Tool) {
 		ModuleDir:   filepath.Join(moduleDir, "tools", "jaeger"),
 		Package:     "github.com/jaegertracing/jaeger/cmd/jaeger",
 		EnvOverride: "OTELQUEUE_E2E_JAEGER",
-		Hint:        "a cold build took 162 s on 2 quiet cores (251 s of CPU, 2.3 GB of memory), 10 min and more on busy ones; it is cached afterwards",
+		Hint:        "a cold build takes minutes and up to 2.3 GB of memory (docs/testing.md#how-long); it is cached afterwards",
 	}
 	collector = Tool{
 		Name:        "otelcol",
 		ModuleDir:   filepath.Join(moduleDir, "tools", "otelcol"),
 		Package:     ".",
 		EnvOverride: "OTELQUEUE_E2E_OTELCOL",
-		Hint:        "a cold build took 332 s on 2 busy cores (460 s of CPU, 1.0 GB; 319 s and 386 s before the tail sampling processor), 73 s when only the module changed; it is cached afterwards",
+		Hint:        "a cold build takes minutes (docs/testing.md#how-long); it is cached afterwards",
 	}
 	return jaeger, collector
 }
