@@ -178,7 +178,7 @@ func (i *Inspector) Page() InspectorPage {
 	inspectables.mu.Lock()
 	list := slices.Clone(inspectables.list)
 	inspectables.mu.Unlock()
-	page := InspectorPage{At: time.Now()}
+	page := InspectorPage{At: time.Now(), Queues: []InspectedQueue{}}
 	for _, in := range list {
 		raw, st, ok := in.inspect(limit)
 		if !ok {
@@ -187,6 +187,8 @@ func (i *Inspector) Page() InspectorPage {
 		q := InspectedQueue{
 			Name: in.name, Standby: in.standby.isStandby(),
 			Depth: st.Depth, Delayed: st.Delayed, Held: st.Held, InFlight: st.InFlight, OldestPending: st.OldestPending,
+			// Empty lists, not null, in the JSON.
+			Pending: []InspectedCount{}, Oldest: []InspectedKey{}, Running: []InspectedRun{},
 		}
 		for _, c := range raw.ByPriority {
 			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Keys: c.Keys})

@@ -115,6 +115,9 @@ func TestInspector(t *testing.T) {
 		got.Running[0].TraceID == "" {
 		t.Errorf("running %+v, want default/urgent for 3s, traced", got.Running)
 	}
+	if strings.Contains(body, "null") {
+		t.Errorf("the JSON has a null where a list belongs:\n%s", body)
+	}
 	if !strings.Contains(body, `"priority": 0`) {
 		t.Errorf("JSON without the counts by priority:\n%s", body)
 	}
