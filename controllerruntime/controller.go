@@ -173,22 +173,31 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String(),
 			otelqueue.LogTraceSampled, sc.IsSampled()))
 	}
-	if !span.IsRecording() {
-		return t.r.Reconcile(ctx, req)
-	}
-	if id := controller.ReconcileIDFromContext(ctx); id != "" {
+	recording := span.IsRecording()
+	if id := controller.ReconcileIDFromContext(ctx); id != "" && recording {
 		// controller-runtime's own log lines ("Reconciler error") carry it.
 		span.SetAttributes(AttrReconcileID.String(string(id)))
 	}
 
+	// The outcome on the attempt's span, and a failure in the queue's list
+	// of its last ones (otelqueue.Inspector), sampled or not.
+	inst := q.Instrumentation()
 	panicked := true
 	defer func() {
 		if panicked {
 			p := recover()
-			otelqueue.RecordOutcome(span, otelqueue.OutcomePanic, otelqueue.NewPanicError(p, debug.Stack()))
+			perr := otelqueue.NewPanicError(p, debug.Stack())
+			otelqueue.RecordOutcome(span, otelqueue.OutcomePanic, perr)
+			inst.RecordFailure(pctx, fmt.Sprint(req), perr)
 			if p != nil {
 				panic(p) // for controller-runtime to handle; a runtime.Goexit goes on by itself
 			}
+			return
+		}
+		if err != nil {
+			inst.RecordFailure(pctx, fmt.Sprint(req), err)
+		}
+		if !recording {
 			return
 		}
 		//lint:ignore SA1019 controller-runtime still honours Result.Requeue

@@ -375,6 +375,25 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	if !linked {
 		t.Errorf("retry links %v, want one to the failed reconcile span %v", second.Links(), failed.SpanContext())
 	}
+	// The inspector lists the failure, with its error and its trace.
+	failures := inspectedFailures(t, name)
+	if len(failures) != 1 || failures[0].Key != "default/flaky" || failures[0].Error != "boom" ||
+		failures[0].Outcome != "error" || failures[0].TraceID != failed.SpanContext().TraceID().String() {
+		t.Errorf("the inspector's failures: %+v, want default/flaky's boom in trace %s", failures, failed.SpanContext().TraceID())
+	}
+}
+
+// inspectedFailures returns the failures an Inspector shows for the queue
+// named name.
+func inspectedFailures(t *testing.T, name string) []otelqueue.InspectedFailure {
+	t.Helper()
+	for _, q := range (&otelqueue.Inspector{}).Page().Queues {
+		if q.Name == name {
+			return q.Failures
+		}
+	}
+	t.Fatalf("the queue %q is not on the inspector's page", name)
+	return nil
 }
 
 // TestManagerPanic: a panic in the reconciler is recorded on the reconcile
@@ -405,6 +424,9 @@ func TestManagerPanic(t *testing.T) {
 	}
 	if !slices.Equal(results, []string{otelqueue.OutcomePanic.String(), otelqueue.OutcomeSuccess.String()}) {
 		t.Errorf("reconcile results = %q, want panic, success", results)
+	}
+	if f := inspectedFailures(t, name); len(f) != 1 || f[0].Outcome != "panic" || !strings.Contains(f[0].Error, "kaboom") {
+		t.Errorf("the inspector's failures: %+v, want the panic", f)
 	}
 }
 

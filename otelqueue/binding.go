@@ -40,6 +40,8 @@ type binding struct {
 	// standby is the standby state of the scheduler's live
 	// Instrumentation (WithStandby), nil when it has none.
 	standby atomic.Pointer[standby]
+	// failures are the last failed attempts, for the Inspector.
+	failures failureLog
 }
 
 // bindings maps weak pointers to schedulers (weak.Pointer[scheduler.Scheduler[K]],

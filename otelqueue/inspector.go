@@ -22,8 +22,9 @@ import (
 // controllerruntime): per queue, its numbers, the keys waiting by priority
 // and wait reason, the keys that have waited longest with why they wait,
 // their priority, attempts and the trace that enqueued them or their last
-// attempt, the keys in flight with how long they have run, the adaptive
-// pool's count and last decision, and whether the queue is standby. It
+// attempt, the keys in flight with how long they have run, the last failed
+// attempts with their error and trace, the adaptive pool's count and last
+// decision, and whether the queue is standby. It
 // serves an HTML page, or JSON (InspectorPage) when the request asks for it
 // (?format=json, or an Accept header of application/json).
 //
@@ -75,6 +76,10 @@ type InspectedQueue struct {
 	// flight that have run longest: at most the Inspector's Limit each.
 	Oldest  []InspectedKey `json:"oldest"`
 	Running []InspectedRun `json:"running"`
+	// Failures are the last failed attempts, the latest first (at most
+	// MaxFailures): those of a Runner, of package controllerruntime's
+	// Reconciler, and those given to Instrumentation.RecordFailure.
+	Failures []InspectedFailure `json:"failures"`
 	// Adaptive is the adaptive pool's state, when the queue has one.
 	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
 }
@@ -189,6 +194,7 @@ func (i *Inspector) Page() InspectorPage {
 			Depth: st.Depth, Delayed: st.Delayed, Held: st.Held, InFlight: st.InFlight, OldestPending: st.OldestPending,
 			// Empty lists, not null, in the JSON.
 			Pending: []InspectedCount{}, Oldest: []InspectedKey{}, Running: []InspectedRun{},
+			Failures: in.b.failures.last(),
 		}
 		for _, c := range raw.ByPriority {
 			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Keys: c.Keys})
@@ -340,6 +346,10 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 {{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trace</th></tr>
 {{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
+<h3>Last failures, latest first</h3>
+{{if .Failures}}<table class="failures"><tr><th>key</th><th>when</th><th>outcome</th><th>error</th><th>trace</th></tr>
+{{range .Failures}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td>{{.At.Format "15:04:05.000"}}</td><td>{{.Outcome}}</td><td class="error">{{.Error}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{end}}</table>{{else}}<p class="muted">No failure since the queue was instrumented.</p>{{end}}
 </section>
 {{end}}
 </body>

@@ -3,19 +3,23 @@ package otelqueue_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -210,4 +214,72 @@ func TestInspectorStandbyAndPool(t *testing.T) {
 		t.Errorf("the JSON page lacks the pool's limit in snake case")
 	}
 	close(active)
+}
+
+// TestInspectorFailures: a Runner's failed attempts (an error, a panic) and
+// those given to RecordFailure are listed, the latest first, at most
+// MaxFailures, their errors cut at MaxFailureErrorLen bytes; a nil error, a
+// nil or stopped Instrumentation record nothing.
+func TestInspectorFailures(t *testing.T) {
+	q, _, inst := inspectedQueue(t, "inspected-failures")
+	runner, err := newRunner(q, 1, func(ctx context.Context, key string) (otelqueue.Result, error) {
+		switch key {
+		case "ns/fails":
+			return otelqueue.Result{}, fmt.Errorf("updating %s: the object has been modified", key)
+		case "ns/panics":
+			panic("kaboom")
+		}
+		return otelqueue.Result{}, nil
+	}, otelqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runner.Run(ctx) }()
+	q.Add("ns/fails")
+	q.Add("ns/panics")
+	q.Add("ns/ok")
+	var page []otelqueue.InspectedFailure
+	testutil.WaitFor(t, "two failures listed", func() bool {
+		page = queueOf(t, (&otelqueue.Inspector{}).Page(), "inspected-failures").Failures
+		return len(page) >= 2
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]otelqueue.InspectedFailure{}
+	for _, f := range page {
+		byKey[f.Key] = f
+	}
+	if f := byKey["ns/fails"]; f.Outcome != "error" || !strings.Contains(f.Error, "the object has been modified") || f.TraceID == "" {
+		t.Errorf("ns/fails: %+v, want the error, traced", f)
+	}
+	if f := byKey["ns/panics"]; f.Outcome != "panic" || !strings.Contains(f.Error, "kaboom") {
+		t.Errorf("ns/panics: %+v, want the panic", f)
+	}
+	if _, ok := byKey["ns/ok"]; ok {
+		t.Error("a success is listed as a failure")
+	}
+
+	// RecordFailure: the latest first, at most MaxFailures, errors cut.
+	for i := range otelqueue.MaxFailures + 1 {
+		inst.RecordFailure(context.Background(), fmt.Sprint("ns/k", i), fmt.Errorf("failure %d", i))
+	}
+	inst.RecordFailure(context.Background(), "ns/long", errors.New(strings.Repeat("é", otelqueue.MaxFailureErrorLen)))
+	inst.RecordFailure(context.Background(), "ns/nil", nil)
+	var nilInst *otelqueue.Instrumentation
+	nilInst.RecordFailure(context.Background(), "ns/nil-inst", errors.New("x"))
+	got := queueOf(t, (&otelqueue.Inspector{}).Page(), "inspected-failures").Failures
+	if len(got) != otelqueue.MaxFailures || got[0].Key != "ns/long" || got[1].Key != fmt.Sprint("ns/k", otelqueue.MaxFailures) {
+		t.Fatalf("%d failures, the first %q and %q; want %d, ns/long then the last RecordFailure", len(got), got[0].Key, got[1].Key, otelqueue.MaxFailures)
+	}
+	if e := got[0].Error; len(e) > otelqueue.MaxFailureErrorLen+len("…") || !strings.HasSuffix(e, "…") || !utf8.ValidString(e) {
+		t.Errorf("a long error kept as %d bytes (valid UTF-8 %v), want at most %d and a …", len(e), utf8.ValidString(e), otelqueue.MaxFailureErrorLen)
+	}
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	inst.RecordFailure(context.Background(), "ns/after-stop", errors.New("x")) // harmless
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -23,6 +24,7 @@ type Instrumentation struct {
 	reg      metric.Registration
 	stop     func()
 	stopOnce sync.Once
+	stopped  atomic.Bool
 }
 
 // Instrument attaches OpenTelemetry instrumentation to s: spans and
@@ -236,6 +238,7 @@ func (i *Instrumentation) Standby() bool { return i != nil && i.standby.isStandb
 func (i *Instrumentation) Stop() error {
 	var err error
 	i.stopOnce.Do(func() {
+		i.stopped.Store(true)
 		if i.reg != nil {
 			err = i.reg.Unregister()
 		}

@@ -353,6 +353,7 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 		b.outcomes[outcome].Add(1)
 		if err != nil {
 			r.logError(ctx, it.Key, err, stack)
+			b.failures.add(failure(ctx, keyString(it.Key), outcome, err, c.busy.clock.Now()))
 		}
 		c.active.Add(-1)
 		b.active.Add(-1)
