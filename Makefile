@@ -65,22 +65,41 @@ PROMTOOL = cd e2e && $(GO) run ./cmd/prometheus promtool
 
 # The stages of make test, in order; each prints how long it took, so that
 # a CI log says where the time went (docs/testing.md#how-long).
-TEST_STAGES := deps vet lint rules unit consumer fuzz test-apiserver e2e
+TEST_STAGES := deps vet rules unit test-apiserver e2e
+# The checks that need no server run beside the stages: once vet has
+# compiled the packages, lint, consumer and fuzz run one after the other in
+# the background at the lowest CPU priority (nice 19), in the cores the
+# tests on a real control plane leave idle (they mostly wait on servers),
+# and make test waits for them before make e2e, whose last test wants the
+# machine alone. Their output goes to e2e/.results/checks.log, printed when
+# they end; one that fails fails make test.
+TEST_CHECKS := lint consumer fuzz
 
 # Meanwhile make prebuild builds the binaries of the later stages at the
-# lowest CPU priority, in the cores the tests leave idle (they mostly wait on
-# real servers); OTELQUEUE_NO_PREBUILD=1 leaves each build to its stage.
+# same lowest priority (e2e/.results/prebuild.log); a stage that needs one
+# still being built waits for it. OTELQUEUE_NO_PREBUILD=1 leaves each build
+# to its stage; OTELQUEUE_SERIAL_CHECKS=1 runs the checks as stages.
 test:
-	@mkdir -p e2e/.results; \
+	@mkdir -p e2e/.results; pids=""; checks=""; stages="$(TEST_STAGES)"; \
+	if [ -n "$$OTELQUEUE_SERIAL_CHECKS" ]; then stages="deps vet $(TEST_CHECKS) rules unit test-apiserver e2e"; fi; \
+	trap 'for p in $$pids; do kill -- -$$p 2>/dev/null; done' EXIT; \
 	if [ -z "$$OTELQUEUE_NO_PREBUILD" ]; then \
-		setsid nice -n 19 $(MAKE) --no-print-directory prebuild > e2e/.results/prebuild.log 2>&1 & pre=$$!; \
-		trap 'kill -- -'$$pre' 2>/dev/null' EXIT; \
+		setsid nice -n 19 $(MAKE) --no-print-directory prebuild > e2e/.results/prebuild.log 2>&1 & pids="$$!"; \
 		echo "== make prebuild, in the background at nice 19 (e2e/.results/prebuild.log)"; \
 	fi; \
-	total=$$(date +%s); for stage in $(TEST_STAGES); do \
+	total=$$(date +%s); for stage in $$stages; do \
+		if [ "$$stage" = e2e ] && [ -n "$$checks" ]; then \
+			echo "== waiting for make $(TEST_CHECKS)"; \
+			if wait $$checks; then cat e2e/.results/checks.log; else cat e2e/.results/checks.log; echo "== make $(TEST_CHECKS) failed (above)"; exit 1; fi; \
+			checks=""; \
+		fi; \
 		start=$$(date +%s); \
 		$(MAKE) --no-print-directory $$stage || { echo "== make $$stage failed after $$(( $$(date +%s) - start )) s"; exit 1; }; \
 		echo "== make $$stage: $$(( $$(date +%s) - start )) s"; \
+		if [ "$$stage" = vet ] && [ -z "$$OTELQUEUE_SERIAL_CHECKS" ]; then \
+			setsid nice -n 19 sh -c 'for c in $(TEST_CHECKS); do s=$$(date +%s); $(MAKE) --no-print-directory $$c || { echo "== make $$c failed"; exit 1; }; echo "== make $$c: $$(( $$(date +%s) - s )) s (in the background)"; done' > e2e/.results/checks.log 2>&1 & checks=$$!; pids="$$pids $$checks"; \
+			echo "== make $(TEST_CHECKS), in the background at nice 19 (e2e/.results/checks.log)"; \
+		fi; \
 	done; echo "== make test: $$(( $$(date +%s) - total )) s"
 
 # Every binary make test runs (promtool, Prometheus, etcd, kube-apiserver,
