@@ -16,3 +16,11 @@ type OutcomeCounts = [numOutcomes]uint64
 func RunnerStatsOf(workers int, counts OutcomeCounts) RunnerStats {
 	return RunnerStats{Workers: workers, outcomes: counts}
 }
+
+// Inspectables is the number of Instrumentations an Inspector may show,
+// those of dropped schedulers not yet pruned included.
+func Inspectables() int {
+	inspectables.mu.Lock()
+	defer inspectables.mu.Unlock()
+	return len(inspectables.list)
+}

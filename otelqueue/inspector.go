@@ -184,9 +184,11 @@ func (i *Inspector) Page() InspectorPage {
 	list := slices.Clone(inspectables.list)
 	inspectables.mu.Unlock()
 	page := InspectorPage{At: time.Now(), Queues: []InspectedQueue{}}
+	var gone []*inspectable
 	for _, in := range list {
 		raw, st, ok := in.inspect(limit)
 		if !ok {
+			gone = append(gone, in) // its scheduler was dropped without Stop
 			continue
 		}
 		q := InspectedQueue{
@@ -226,6 +228,11 @@ func (i *Inspector) Page() InspectorPage {
 			q.Adaptive = &a
 		}
 		page.Queues = append(page.Queues, q)
+	}
+	if len(gone) > 0 {
+		inspectables.mu.Lock()
+		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return slices.Contains(gone, x) })
+		inspectables.mu.Unlock()
 	}
 	slices.SortStableFunc(page.Queues, func(a, b InspectedQueue) int { return cmp.Compare(a.Name, b.Name) })
 	return page

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -282,4 +283,29 @@ func TestInspectorFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst.RecordFailure(context.Background(), "ns/after-stop", errors.New("x")) // harmless
+}
+
+// TestInspectorDropsCollectedQueues: a queue instrumented and dropped
+// without Stop is not kept alive by the Inspector, and leaves its list.
+func TestInspectorDropsCollectedQueues(t *testing.T) {
+	before := otelqueue.Inspectables()
+	func() {
+		q := scheduler.New(scheduler.Config[string]{Name: "inspected-dropped"})
+		if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(metricnoop.NewMeterProvider())); err != nil {
+			t.Fatal(err)
+		}
+		q.Add("a")
+	}()
+	if n := otelqueue.Inspectables(); n != before+1 {
+		t.Fatalf("%d inspectables after Instrument, want %d", n, before+1)
+	}
+	testutil.WaitFor(t, "the dropped queue to leave the inspector", func() bool {
+		runtime.GC()
+		for _, q := range (&otelqueue.Inspector{}).Page().Queues {
+			if q.Name == "inspected-dropped" {
+				return false
+			}
+		}
+		return otelqueue.Inspectables() == before
+	})
 }
