@@ -41,7 +41,7 @@ func PrometheusTools(moduleDir string) (prometheus, promtool Tool, err error) {
 		EnvOverride: "OTELQUEUE_E2E_PROMETHEUS",
 		LDFlags:     ldflags,
 		Tags:        tags,
-		Hint: "Prometheus " + version + ": a cold build takes minutes (docs/testing.md#how-long); it is cached afterwards",
+		Hint:        "Prometheus " + version + ": a cold build takes minutes (docs/testing.md#how-long); it is cached afterwards",
 	}
 	promtool = Tool{
 		Name:        "promtool",
