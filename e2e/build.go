@@ -72,7 +72,7 @@ func BinDir(moduleDir string) string {
 
 // Build returns the path of the tool's binary, building it if no binary for
 // the current module content and Go toolchain is cached in binDir. Concurrent
-// callers (several test processes) serialize on a lock file; the binary is
+// callers (several test processes) serialize on the tool's lock file; the binary is
 // written under a temporary name and renamed, so a cached binary is always
 // complete. Progress goes to log (nil: nowhere).
 func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, error) {
@@ -101,7 +101,10 @@ func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, 
 		return bin, nil
 	}
 
-	unlock, err := lockFile(ctx, filepath.Join(binDir, ".lock"))
+	// A lock per tool: a caller that needs one tool does not wait for the
+	// build of another (make prebuild builds them all, one after the
+	// other, while the stages run).
+	unlock, err := lockFile(ctx, filepath.Join(binDir, ".lock-"+t.Name))
 	if err != nil {
 		return "", err
 	}

@@ -111,7 +111,7 @@ func linkAssets(ctx context.Context, binDir string, bins map[string]string, log 
 	if ready() {
 		return dir, nil
 	}
-	unlock, err := lockFile(ctx, filepath.Join(binDir, ".lock"))
+	unlock, err := lockFile(ctx, filepath.Join(binDir, ".lock-assets"))
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -51,5 +53,39 @@ func TestToolBuildTags(t *testing.T) {
 	}
 	if plainPath == smallPath {
 		t.Errorf("the builds with and without tags share the cache entry %s", plainPath)
+	}
+}
+
+// TestToolBuildWaitsForItsOwnLockOnly: a tool whose build another process
+// holds does not hold up the build of another tool (make prebuild builds
+// them one after the other while the stages need them).
+func TestToolBuildWaitsForItsOwnLockOnly(t *testing.T) {
+	mod := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module example.com/quick\n\ngo 1.26.0\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := t.TempDir()
+	// Another process builds "slow": its lock is held for the whole test,
+	// as is the one lock every build took before (.lock), which made make
+	// test's stages wait for make prebuild's other builds.
+	for _, name := range []string{".lock-slow", ".lock"} {
+		f, err := os.OpenFile(filepath.Join(bin, name), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := (e2e.Tool{Name: "quick", ModuleDir: mod, Package: "."}).Build(ctx, bin, io.Discard); err != nil {
+		t.Fatalf("building quick while slow's lock is held: %v", err)
 	}
 }
