@@ -226,9 +226,20 @@ func testManagerTrace(t *testing.T, c *cluster) {
 	} else if !strings.Contains(line, "reconcileID") || !strings.Contains(line, `"controller"="`+name+`"`) {
 		t.Errorf("the reconciler's logger lost controller-runtime's values: %s", line)
 	}
-	testutil.WaitFor(t, "the attempt's root span to end", func() bool {
-		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 1
+	// Done ends the attempt's spans before it records the work duration
+	// (otelqueue's observer): wait for the record, the last of them.
+	testutil.WaitFor(t, "the attempt's work duration", func() bool {
+		metrics, _, _ := testutil.ScopeMetrics(tel.collect(t), otelqueue.ScopeName)
+		for _, m := range metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == otelqueue.MetricWorkDuration {
+				return len(h.DataPoints) == 1 && h.DataPoints[0].Count == 1
+			}
+		}
+		return false
 	})
+	if n := len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)); n != 1 {
+		t.Fatalf("%d ended root spans after the work duration was recorded, want 1", n)
+	}
 
 	spans := tel.sr.Ended()
 	root := testutil.OneSpan(t, spans, "process "+name)
