@@ -42,6 +42,10 @@ func (s *Scheduler[K]) Done(key K) {
 	if s.timed || (e.pending && e.readyAt != 0) {
 		now = s.now()
 	}
+	s.finished++
+	if s.timed && p.timed {
+		s.busy += max(0, now-p.started)
+	}
 	signal := false
 	switch {
 	case e.pending && e.place == nowhere:

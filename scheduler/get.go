@@ -66,6 +66,7 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.processing = true
 
 	p := s.newProc()
+	p.timed = s.timed
 	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
 	obs := s.obs
 	if obs != nil && s.wallClock {

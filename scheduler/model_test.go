@@ -157,7 +157,8 @@ type model struct {
 	keys                     [modelKeys]mEntry
 	failures                 [modelKeys]int
 	runs, dones              int
-	limit                    int // SetMaxInFlight; 0: none
+	busy                     int64 // run time of the runs done, in a timed queue
+	limit                    int   // SetMaxInFlight; 0: none
 	log                      []string
 }
 
@@ -471,6 +472,9 @@ func (r *modelRun) done(k int) {
 	e := &m.keys[k]
 	e.processing = false
 	m.dones++
+	if m.timed {
+		m.busy += m.now - e.started
+	}
 	if r.obs != nil {
 		_, n, _, last := r.obs.counts()
 		if n != m.dones {
@@ -674,7 +678,10 @@ func (r *modelRun) check() {
 	if n, want := s.Len(), m.readyCount(); n != want {
 		r.fatalf("Len = %d, model has %d ready", n, want)
 	}
-	want := Stats{Depth: m.readyCount(), InFlight: m.inFlight(), Adds: m.adds, Retries: m.retries, DelayedAdds: m.delayedAdds, Coalesced: m.coalesced}
+	want := Stats{
+		Depth: m.readyCount(), InFlight: m.inFlight(), Adds: m.adds, Retries: m.retries, DelayedAdds: m.delayedAdds, Coalesced: m.coalesced,
+		Finished: uint64(m.dones), Busy: time.Duration(m.busy),
+	}
 	var oldest []time.Duration
 	for i := range m.keys {
 		e := &m.keys[i]
@@ -690,6 +697,7 @@ func (r *modelRun) check() {
 		if e.processing {
 			age := time.Duration(m.now - e.started)
 			want.UnfinishedWork += age
+			want.Busy += age
 			want.LongestRunning = max(want.LongestRunning, age)
 		}
 		if e.ready() {

@@ -108,10 +108,16 @@ func TestObserverTimesAnUnnamedQueue(t *testing.T) {
 	if st := s.Stats(); st.LongestRunning != time.Second || st.UnfinishedWork != time.Second {
 		t.Errorf("LongestRunning, UnfinishedWork = %v, %v; want 1s, 1s", st.LongestRunning, st.UnfinishedWork)
 	}
+	if st := s.Stats(); st.Finished != 0 || st.Busy != time.Second {
+		t.Errorf("Finished, Busy in flight = %d, %v; want 0, 1s (the run in flight)", st.Finished, st.Busy)
+	}
 	s.Done("a")
 	_, done := obs.calls()
 	if len(done) != 1 || !done[0].ended.Equal(t0.Add(2*time.Second)) {
 		t.Fatalf("Done calls = %+v, want one ending at t0+2s", done)
+	}
+	if st := s.Stats(); st.Finished != 1 || st.Busy != time.Second {
+		t.Errorf("Finished, Busy = %d, %v; want 1, 1s", st.Finished, st.Busy)
 	}
 
 	// Removing it makes the queue untimed again.
@@ -128,6 +134,16 @@ func TestObserverTimesAnUnnamedQueue(t *testing.T) {
 	s.Done("b")
 	if deq, done := obs.calls(); len(deq) != 1 || len(done) != 1 {
 		t.Errorf("removed Observer was called: %d, %d", len(deq), len(done))
+	}
+	// Finished counts every run; Busy only the timed one ("a", 1s): "b"
+	// had no start, and "c", taken untimed and done timed, has none either.
+	s.Add("c")
+	mustGetKey(t, s, "c")
+	s.SetObserver(newRecObserver[string]())
+	fc.Step(time.Second)
+	s.Done("c")
+	if st := s.Stats(); st.Finished != 3 || st.Busy != time.Second {
+		t.Errorf("Finished, Busy = %d, %v; want 3, 1s", st.Finished, st.Busy)
 	}
 }
 

@@ -25,8 +25,9 @@ type proc[K comparable] struct {
 	ctx   context.Context
 	state atomic.Uint32
 
-	// observed tells that o holds this run's Item for an Observer.
-	observed bool
+	// observed tells that o holds this run's Item for an Observer; timed
+	// that started holds the run's start (the queue was timed then).
+	observed, timed bool
 	// o is allocated with the first observed run of this proc and kept as
 	// it is recycled, so that a get allocates none; nil until then, so that
 	// a queue with no Observer keeps its runs small.

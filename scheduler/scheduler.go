@@ -51,6 +51,10 @@ type Scheduler[K comparable] struct {
 
 	adds, retries, coalesced uint64
 	delayedAdds              uint64 // of retries: the adds of kind addDelayed
+	// finished counts the runs ended by Done, busy sums their run time
+	// (ns; in a timed queue only, for Stats.Busy).
+	finished uint64
+	busy     int64
 
 	obs       Observer[K]
 	timed     bool

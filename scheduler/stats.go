@@ -49,6 +49,17 @@ type Stats struct {
 	// LongestRunning is how long the longest-running in-flight key has been
 	// processed (client-go's workqueue_longest_running_processor_seconds).
 	LongestRunning time.Duration
+
+	// Finished counts the runs that ended with Done: the reconciles
+	// finished, whatever their outcome.
+	Finished uint64
+	// Busy is the total time keys have been processed, from their Get to
+	// their Done, the runs in flight included (so Busy minus
+	// UnfinishedWork is the time of the Finished runs). Its growth over an
+	// interval, divided by the interval and by the worker count, is the
+	// workers' utilization. A queue that reads no clock (no Observer, no
+	// Config.Name) keeps no times: Busy stays zero.
+	Busy time.Duration
 }
 
 // Stats returns a consistent snapshot of the queue's numbers, read under the
@@ -75,6 +86,8 @@ func (s *Scheduler[K]) Stats() Stats {
 		Retries:     s.retries,
 		DelayedAdds: s.delayedAdds,
 		Coalesced:   s.coalesced,
+		Finished:    s.finished,
+		Busy:        time.Duration(s.busy),
 	}
 	if !s.timed || (st.Depth == 0 && st.InFlight == 0) {
 		return st
@@ -88,6 +101,7 @@ func (s *Scheduler[K]) Stats() Stats {
 	if h := s.inflight.head; h != nil {
 		st.LongestRunning = nonNegative(now - h.started)
 		st.UnfinishedWork = nonNegative(int64(st.InFlight)*now - s.inflight.startSum)
+		st.Busy += st.UnfinishedWork
 	}
 	return st
 }
