@@ -110,18 +110,24 @@ func (b *binding) observe(o metric.Observer, in *instruments, a *runnerAttrs) in
 	if p := b.pool.Load(); p != nil {
 		p.observeChanges(o, in.workersChanges, a.byReason)
 	}
-	if !b.hasRunner.Load() {
-		if p := b.pool.Load(); p != nil {
-			return p.limit.Load()
+	if b.hasRunner.Load() {
+		o.ObserveInt64(in.activeWorkers, b.active.Load(), a.queue)
+		for i := range b.outcomes {
+			o.ObserveInt64(in.results, int64(b.outcomes[i].Load()), a.byOutcome[i])
 		}
-		return 0
 	}
-	o.ObserveInt64(in.activeWorkers, b.active.Load(), a.queue)
-	for i := range b.outcomes {
-		o.ObserveInt64(in.results, int64(b.outcomes[i].Load()), a.byOutcome[i])
-	}
+	return b.workerCount()
+}
+
+// workerCount is the queue's worker count as its Runners and pool know it:
+// the adaptive pool's limit, which gates every Runner of the queue, else
+// the Runners' workers; 0 when it has neither.
+func (b *binding) workerCount() int64 {
 	if p := b.pool.Load(); p != nil {
-		return p.limit.Load() // it gates every Runner of the queue
+		return p.limit.Load()
 	}
-	return b.workers.Load()
+	if b.hasRunner.Load() {
+		return b.workers.Load()
+	}
+	return 0
 }

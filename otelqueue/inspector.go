@@ -13,7 +13,9 @@ import (
 	"weak"
 
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/utils/clock"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -33,7 +35,9 @@ import (
 // authentication as /metrics); it never listens by itself. Nothing is
 // recorded for it on the queues' hot path: each request reads the queues
 // (scheduler.Scheduler.Inspect, under each queue's lock in turn) and
-// renders them, with at most Limit keys per list.
+// renders them, with at most Limit keys per list. Each look also ends a
+// window of the queue's counters, which gives its bottleneck class
+// (InspectedBottleneck). An Inspector must not be copied after first use.
 type Inspector struct {
 	// Limit is the number of keys listed per queue in each list: 0 (or
 	// less) means DefaultInspectorLimit, and more than MaxInspectorLimit
@@ -43,6 +47,11 @@ type Inspector struct {
 	// "{trace_id}" replaced by the id in hex, e.g.
 	// "http://127.0.0.1:16686/trace/{trace_id}" for Jaeger's UI.
 	TraceURL string
+
+	// mu guards looks: the start of each queue's current window, per
+	// Inspector (InspectedBottleneck).
+	mu    sync.Mutex
+	looks map[*inspectable]*look
 }
 
 // DefaultInspectorLimit is the number of keys an Inspector lists per queue
@@ -82,6 +91,9 @@ type InspectedQueue struct {
 	Failures []InspectedFailure `json:"failures"`
 	// Adaptive is the adaptive pool's state, when the queue has one.
 	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
+	// Bottleneck is what limits the queue over this Inspector's last
+	// window.
+	Bottleneck *InspectedBottleneck `json:"bottleneck"`
 }
 
 // InspectedCount is the number of keys waiting with one priority and wait
@@ -126,9 +138,26 @@ type InspectedRun struct {
 // alive by the list of inspectables.
 type inspectable struct {
 	name    string
-	inspect func(limit int) (scheduler.Inspection[string], scheduler.Stats, bool)
+	inspect func(limit int) (inspected, bool)
 	standby *standby // nil without WithStandby
 	b       *binding
+	// client is the Instrumentation's client instruments WithClientTime,
+	// nil without; workers is WithWorkers' count, 0 without.
+	client  *clientInstruments
+	workers int
+	// realClock says whether the queue runs on the real clock, so that
+	// its windows are the process's time (for its CPU); start is the
+	// reading at registration, the start of every Inspector's first
+	// window.
+	realClock bool
+	start     queueReading
+}
+
+// inspected is one reading of a queue for a page.
+type inspected struct {
+	raw         scheduler.Inspection[string]
+	stats       scheduler.Stats
+	maxInFlight int
 }
 
 // inspectables are the live Instrumentations of the process, in the order
@@ -141,13 +170,21 @@ var inspectables struct {
 // registerInspectable adds the Instrumentation of s to what Inspectors
 // show, and returns the function that removes it. The scheduler is held by
 // a weak pointer: a scheduler dropped without Stop is not kept alive.
-func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b *binding) func() {
+func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b *binding, client *clientInstruments, workers int) func() {
 	wp := weak.Make(s)
-	in := &inspectable{name: s.Name(), standby: sb, b: b}
-	in.inspect = func(limit int) (scheduler.Inspection[string], scheduler.Stats, bool) {
+	clk := schedhooks.Of(s).Clock
+	_, real := clk.(clock.RealClock)
+	in := &inspectable{name: s.Name(), standby: sb, b: b, client: client, workers: workers, realClock: real}
+	// The start of the first windows: the queue's counters now, without
+	// the process's (a program that never looks pays no read of them).
+	in.start = queueReading{at: clk.Now(), q: s.Stats()}
+	if client != nil {
+		in.start.client = client.stats()
+	}
+	in.inspect = func(limit int) (inspected, bool) {
 		s := wp.Value()
 		if s == nil {
-			return scheduler.Inspection[string]{}, scheduler.Stats{}, false
+			return inspected{}, false
 		}
 		st := s.Stats()
 		raw := s.Inspect(limit)
@@ -162,7 +199,7 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 		for _, r := range raw.Running {
 			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext})
 		}
-		return out, st, true
+		return inspected{raw: out, stats: st, maxInFlight: s.MaxInFlight()}, true
 	}
 	inspectables.mu.Lock()
 	inspectables.list = append(inspectables.list, in)
@@ -185,12 +222,14 @@ func (i *Inspector) Page() InspectorPage {
 	inspectables.mu.Unlock()
 	page := InspectorPage{At: time.Now(), Queues: []InspectedQueue{}}
 	var gone []*inspectable
+	var proc processReading
 	for _, in := range list {
-		raw, st, ok := in.inspect(limit)
+		got, ok := in.inspect(limit)
 		if !ok {
 			gone = append(gone, in) // its scheduler was dropped without Stop
 			continue
 		}
+		raw, st := got.raw, got.stats
 		q := InspectedQueue{
 			Name: in.name, Standby: in.standby.isStandby(),
 			Depth: st.Depth, Delayed: st.Delayed, Held: st.Held, InFlight: st.InFlight, OldestPending: st.OldestPending,
@@ -227,6 +266,16 @@ func (i *Inspector) Page() InspectorPage {
 			a := p.Stats()
 			q.Adaptive = &a
 		}
+		workers := int(in.b.workerCount())
+		if workers == 0 {
+			workers = in.workers
+		}
+		if workers == 0 {
+			workers = got.maxInFlight
+		}
+		if !now.IsZero() {
+			q.Bottleneck = i.bottleneckOf(in, in.reading(now, st, &proc), workers, q.Standby)
+		}
 		page.Queues = append(page.Queues, q)
 	}
 	if len(gone) > 0 {
@@ -234,6 +283,7 @@ func (i *Inspector) Page() InspectorPage {
 		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return slices.Contains(gone, x) })
 		inspectables.mu.Unlock()
 	}
+	i.forget(list, gone)
 	slices.SortStableFunc(page.Queues, func(a, b InspectedQueue) int { return cmp.Compare(a.Name, b.Name) })
 	return page
 }
@@ -339,6 +389,8 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <dt>held (added while in flight)</dt><dd data-field="held">{{.Held}}</dd>
 <dt>in flight</dt><dd data-field="in-flight">{{.InFlight}}</dd>
 <dt>oldest ready key has waited</dt><dd data-field="oldest-pending">{{dur .OldestPending}}</dd>
+{{with .Bottleneck}}<dt>bottleneck</dt><dd><strong class="class" data-field="bottleneck-class">{{if .Class}}{{.Class}}{{else}}unknown{{end}}</strong> <span data-field="bottleneck-verdict">{{.Verdict}}</span></dd>
+<dt>over the last</dt><dd data-field="bottleneck-window">{{dur .Window}}{{if .Workers}}: {{.Workers}} workers, utilization {{printf "%.2f" .Utilization}}{{if .Recommended}}, recommended {{.Recommended}}{{end}}{{end}}; {{printf "%.1f" .Arrivals}} arrivals/s, {{printf "%.1f" .Reconciles}} reconciles/s{{if .MeanWork}} of {{dur .MeanWork}}{{end}}{{if .CPUCores}}; CPU {{printf "%.2f" .CPU}} of {{printf "%.2g" .CPUCores}} cores{{end}}</dd>{{end}}
 {{with .Adaptive}}<dt>adaptive workers</dt><dd data-field="adaptive">{{.Limit}} (min {{.Min}}, max {{.Max}}{{if .Ceiling}}, ceiling {{.Ceiling}}{{end}}{{if .Needed}}, demand {{.Needed}}{{end}}){{if .Changes}}; last change: {{.Reason}}, {{.Detail}}{{end}}</dd>{{end}}
 </dl>
 <h3>Waiting, by priority and reason</h3>

@@ -165,7 +165,11 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		b:       b,
 		reg:     reg,
 	}
-	unregister := registerInspectable(s, sb, b)
+	var clientTime *clientInstruments
+	if c.clientTime {
+		clientTime = obs.client
+	}
+	unregister := registerInspectable(s, sb, b, clientTime, c.workers)
 	inst.stop = func() {
 		unregister()
 		stopPool()

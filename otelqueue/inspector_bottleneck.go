@@ -1,0 +1,208 @@
+package otelqueue
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/procstat"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// MinBottleneckWindow is the shortest window an Inspector classifies a
+// queue over: a look sooner than this after the window's start shows the
+// last window's class again (or none yet), so that a script polling the
+// JSON every second does not cut the windows into noise.
+const MinBottleneckWindow = 5 * time.Second
+
+// InspectedBottleneck is what limits a queue (package bottleneck's table)
+// over a window of an Inspector's: from its previous look that ended a
+// window to this one, or, at its first look at a queue, from when the
+// queue was instrumented. An Inspector keeps its windows apart from other
+// Inspectors'. The window holds whole-queue counters only (scheduler.Stats,
+// ClientStats and the process's CPU), read at each look: nothing is
+// recorded for it between looks.
+type InspectedBottleneck struct {
+	// Class is the bottleneck class (bottleneck.Class), "" while unknown:
+	// the queue's first window is shorter than MinBottleneckWindow, or the
+	// queue is standby (nothing limits a queue no worker may take).
+	Class string `json:"class"`
+	// Verdict is the class with the figure and threshold that decided it
+	// and what to change (bottleneck.Verdict's String), or why there is no
+	// class yet.
+	Verdict string `json:"verdict"`
+	// Since is the window's start (on the queue's clock), Window its
+	// length.
+	Since  time.Time     `json:"since"`
+	Window time.Duration `json:"window_ns"`
+	// Workers is the worker count the window was read with: the adaptive
+	// pool's limit, the Runners' workers, WithWorkers, or the scheduler's
+	// MaxInFlight; 0 when none is known (then the window has no
+	// utilization and no workers class). Recommended is the count the
+	// verdict recommends (bottleneck.Verdict.Recommend), 0 when fewer than
+	// bottleneck.MinReconciles reconciles finished.
+	Workers     int `json:"workers"`
+	Recommended int `json:"recommended,omitempty"`
+	// Utilization is the workers' busy time over the time they had;
+	// Arrivals and Reconciles are per second; MeanWork is the mean time of
+	// a reconcile that finished.
+	Utilization float64       `json:"utilization"`
+	Arrivals    float64       `json:"arrivals_per_second"`
+	Reconciles  float64       `json:"reconciles_per_second"`
+	MeanWork    time.Duration `json:"mean_work_ns"`
+	// CPU is the process's CPU cores used over the window, CPUCores those
+	// it has; both 0 when unknown (the first window, a queue on a fake
+	// clock, or a platform procstat cannot read).
+	CPU      float64 `json:"cpu_used_cores,omitempty"`
+	CPUCores float64 `json:"cpu_cores,omitempty"`
+}
+
+// queueReading is one reading of a queue's cumulative counters, the end
+// of one of an Inspector's windows and the start of the next.
+type queueReading struct {
+	at     time.Time // on the queue's clock
+	q      scheduler.Stats
+	client ClientStats
+	// server is the process's API round trips, cpu its CPU; read only for
+	// a queue on the real clock (cpuKnown), whose windows are the
+	// process's time.
+	server   bottleneck.APIServerCounters
+	cpu      procstat.Sample
+	cpuKnown bool
+}
+
+// look is an Inspector's state for one queue: the start of its current
+// window, and the last window's class.
+type look struct {
+	from queueReading
+	last *InspectedBottleneck
+}
+
+// processReading is what an Inspector's look reads once for every queue
+// on the real clock: the process's CPU and API round trips.
+type processReading struct {
+	read   bool
+	cpu    procstat.Sample
+	server bottleneck.APIServerCounters
+}
+
+// reading returns the queue's reading at its inspection: st read at at,
+// with the process's figures when the queue runs on the real clock.
+func (in *inspectable) reading(at time.Time, st scheduler.Stats, proc *processReading) queueReading {
+	r := queueReading{at: at, q: st}
+	if in.client != nil {
+		r.client = in.client.stats()
+	}
+	if in.realClock {
+		if !proc.read {
+			proc.read = true
+			proc.cpu = procstat.Read()
+			proc.server = clientwork.ReadServer(time.Now())
+		}
+		r.cpu, r.server, r.cpuKnown = proc.cpu, proc.server, true
+	}
+	return r
+}
+
+// bottleneckOf returns the class of the queue in over the window from the
+// Inspector's last look at it to cur, and starts the next window; a window
+// shorter than MinBottleneckWindow shows the last class again. A nil
+// Inspector keeps no state: its window starts at the registration.
+func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int, standby bool) *InspectedBottleneck {
+	var lk *look
+	if i != nil {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		if i.looks == nil {
+			i.looks = make(map[*inspectable]*look)
+		}
+		lk = i.looks[in]
+		if lk == nil {
+			lk = &look{from: in.start}
+			i.looks[in] = lk
+		}
+	} else {
+		lk = &look{from: in.start}
+	}
+	d := cur.at.Sub(lk.from.at)
+	if d < MinBottleneckWindow {
+		if lk.last != nil {
+			return lk.last
+		}
+		return &InspectedBottleneck{
+			Since: lk.from.at, Window: max(0, d), Workers: workers,
+			Verdict: fmt.Sprintf("measuring: the first window ends %s after the queue was instrumented; look again then", MinBottleneckWindow),
+		}
+	}
+	b := classifyWindow(lk.from, cur, workers)
+	if standby {
+		b.Class, b.Recommended = "", 0
+		b.Verdict = "none while standby: the workers wait for leadership"
+	}
+	lk.from, lk.last = cur, b
+	return b
+}
+
+// classifyWindow classifies the window from a to b as the examples'
+// summary line does (package bottleneck's Window).
+func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
+	w := bottleneck.Window{
+		Duration: b.at.Sub(a.at), Workers: workers,
+		Adds: b.q.Adds - a.q.Adds, Coalesced: b.q.Coalesced - a.q.Coalesced,
+		Retries: b.q.Retries - a.q.Retries, DelayedAdds: b.q.DelayedAdds - a.q.DelayedAdds,
+		Reconciles: b.q.Finished - a.q.Finished,
+		Busy:       max(0, b.q.Busy-a.q.Busy),
+	}
+	if b.client.Attempts > a.client.Attempts {
+		// The attempts that used an instrumented client and ended in the
+		// window; the API server's figures count for a queue whose
+		// reconciles call it.
+		w.Client = bottleneck.Client{
+			Used: true, Work: b.client.Work - a.client.Work,
+			RateLimiterWait: b.client.RateLimiterWait - a.client.RateLimiterWait,
+			RequestTime:     b.client.RequestTime - a.client.RequestTime,
+			RetryAfterWait:  b.client.RetryAfterWait - a.client.RetryAfterWait,
+		}
+		if a.cpuKnown && b.cpuKnown {
+			w.APIServer = bottleneck.APIServerBetween(a.server, b.server)
+		}
+	}
+	if a.cpuKnown && b.cpuKnown {
+		w.CPU = bottleneck.ProcessCPU(procstat.Between(a.cpu, b.cpu))
+	}
+	v := w.Classify()
+	verdict := v.String()
+	if workers <= 0 && v.Class == bottleneck.None {
+		verdict = "bottleneck=none found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"
+	}
+	out := &InspectedBottleneck{
+		Class: string(v.Class), Verdict: verdict,
+		Since: a.at, Window: w.Duration, Workers: workers,
+		Utilization: w.Utilization(), Arrivals: w.Arrivals(), MeanWork: w.MeanWork(),
+		Reconciles: float64(w.Reconciles) / w.Seconds(),
+	}
+	if w.CPU.Known {
+		out.CPU, out.CPUCores = w.CPU.Used, w.CPU.Cores
+	}
+	if f := w.Figures(); f.WorkKnown && workers > 0 {
+		out.Recommended = v.Recommend(workers, f.LittlesLaw)
+	}
+	return out
+}
+
+// forget drops the looks at queues that are no longer inspectable: those
+// not in list (stopped) and those gone (dropped without Stop).
+func (i *Inspector) forget(list, gone []*inspectable) {
+	if i == nil {
+		return
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for in := range i.looks {
+		if !slices.Contains(list, in) || slices.Contains(gone, in) {
+			delete(i.looks, in)
+		}
+	}
+}
