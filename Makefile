@@ -109,11 +109,13 @@ prebuild:
 	cd e2e && $(GO) run ./cmd/prebuild
 
 # What the tests need from Debian and a fresh machine lacks: docker-compose
-# validates docker-compose.yaml (e2e). Prometheus and promtool are built
+# validates docker-compose.yaml (e2e); headless Chromium loads the queue
+# inspector's page (e2e/inspector_test.go). Prometheus and promtool are built
 # from the Go module proxy (PROMTOOL below, and the e2e stack).
 deps:
 	@missing=""; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v chromium-headless-shell >/dev/null || missing="$$missing chromium-headless-shell"; \
 	if [ -n "$$missing" ]; then \
 		echo "== installing$$missing with apt-get"; \
 		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \

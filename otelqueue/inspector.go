@@ -390,7 +390,7 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <dt>in flight</dt><dd data-field="in-flight">{{.InFlight}}</dd>
 <dt>oldest ready key has waited</dt><dd data-field="oldest-pending">{{dur .OldestPending}}</dd>
 {{with .Bottleneck}}<dt>bottleneck</dt><dd><strong class="class" data-field="bottleneck-class">{{if .Class}}{{.Class}}{{else}}unknown{{end}}</strong> <span data-field="bottleneck-verdict">{{.Verdict}}</span></dd>
-<dt>over the last</dt><dd data-field="bottleneck-window">{{dur .Window}}{{if .Workers}}: {{.Workers}} workers, utilization {{printf "%.2f" .Utilization}}{{if .Recommended}}, recommended {{.Recommended}}{{end}}{{end}}; {{printf "%.1f" .Arrivals}} arrivals/s, {{printf "%.1f" .Reconciles}} reconciles/s{{if .MeanWork}} of {{dur .MeanWork}}{{end}}{{if .CPUCores}}; CPU {{printf "%.2f" .CPU}} of {{printf "%.2g" .CPUCores}} cores{{end}}</dd>{{end}}
+<dt>over the last</dt><dd data-field="bottleneck-window">{{dur .Window}}{{if .Workers}}: workers {{.Workers}}, utilization {{printf "%.2f" .Utilization}}{{if .Recommended}}, recommended {{.Recommended}}{{end}}{{end}}; {{printf "%.1f" .Arrivals}} arrivals/s, {{printf "%.1f" .Reconciles}} reconciles/s{{if .MeanWork}} of {{dur .MeanWork}}{{end}}{{if .CPUCores}}; CPU {{printf "%.2f" .CPU}} of {{printf "%.2g" .CPUCores}} cores{{end}}</dd>{{end}}
 {{with .Adaptive}}<dt>adaptive workers</dt><dd data-field="adaptive">{{.Limit}} (min {{.Min}}, max {{.Max}}{{if .Ceiling}}, ceiling {{.Ceiling}}{{end}}{{if .Needed}}, demand {{.Needed}}{{end}}){{if .Changes}}; last change: {{.Reason}}, {{.Detail}}{{end}}</dd>{{end}}
 </dl>
 <h3>Waiting, by priority and reason</h3>

@@ -3,6 +3,7 @@ package otelqueue
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
@@ -29,9 +30,9 @@ type InspectedBottleneck struct {
 	// the queue's first window is shorter than MinBottleneckWindow, or the
 	// queue is standby (nothing limits a queue no worker may take).
 	Class string `json:"class"`
-	// Verdict is the class with the figure and threshold that decided it
-	// and what to change (bottleneck.Verdict's String), or why there is no
-	// class yet.
+	// Verdict is the figure and threshold that decided the class and what
+	// to change (bottleneck.Verdict's String without its class), or why
+	// there is no class.
 	Verdict string `json:"verdict"`
 	// Since is the window's start (on the queue's clock), Window its
 	// length.
@@ -173,9 +174,12 @@ func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
 		w.CPU = bottleneck.ProcessCPU(procstat.Between(a.cpu, b.cpu))
 	}
 	v := w.Classify()
-	verdict := v.String()
+	// The figures of bottleneck.Verdict's String, without its
+	// "bottleneck=<class>" the page shows apart.
+	verdict := strings.TrimPrefix(v.String(), "bottleneck="+string(v.Class)+" ")
+	verdict = strings.TrimSuffix(strings.TrimPrefix(verdict, "("), ")")
 	if workers <= 0 && v.Class == bottleneck.None {
-		verdict = "bottleneck=none found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"
+		verdict = "no limit found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"
 	}
 	out := &InspectedBottleneck{
 		Class: string(v.Class), Verdict: verdict,

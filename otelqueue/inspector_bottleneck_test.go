@@ -52,6 +52,9 @@ func TestInspectorBottleneck(t *testing.T) {
 		b.Utilization != 1 || b.Arrivals != 2 || b.Reconciles != 1 || b.MeanWork != time.Second || !b.Since.Equal(t0) {
 		t.Fatalf("after 10 s saturated: %+v, want workers, 3 recommended, over 10 s from t0, utilization 1, 2 arrivals/s, 1 reconcile/s of 1s", b)
 	}
+	if b.Verdict != "Little's law 3 > configured" {
+		t.Errorf("verdict %q, want the figures without the class", b.Verdict)
+	}
 	if b.CPUCores != 0 {
 		t.Errorf("CPU %v of %v cores on a fake clock, want unknown", b.CPU, b.CPUCores)
 	}
