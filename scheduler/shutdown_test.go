@@ -261,7 +261,9 @@ func TestShutDownWithKeysEverywhere(t *testing.T) {
 	if _, err := s.GetContext(context.Background()); !errors.Is(err, ErrShutDown) {
 		t.Fatalf("GetContext error = %v, want ErrShutDown", err)
 	}
-	want = Stats{Adds: 9, Retries: 3, DelayedAdds: 2}
+	// Seven runs ended: the four in flight at ShutDown, 1 s each, then
+	// queued and the two held runs, at once.
+	want = Stats{Adds: 9, Retries: 3, DelayedAdds: 2, Finished: 7, Busy: 4 * time.Second}
 	if got := s.Stats(); got != want {
 		t.Fatalf("at the end: Stats = %+v, want %+v", got, want)
 	}

@@ -27,28 +27,28 @@ func TestStats(t *testing.T) {
 		{do: func() { fc.Step(sec(2)) }, want: Stats{Depth: 2, Delayed: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1, OldestPending: sec(2)}},
 		{do: func() { mustGetKey(t, s, "a") }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1, OldestPending: sec(2)}},
 		{do: func() { fc.Step(sec(1)) }, want: Stats{Depth: 1, Delayed: 1, InFlight: 1, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
-			OldestPending: sec(3), UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+			OldestPending: sec(3), UnfinishedWork: sec(1), LongestRunning: sec(1), Busy: sec(1)}},
 		{do: func() { mustGetKey(t, s, "b") }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
-			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+			UnfinishedWork: sec(1), LongestRunning: sec(1), Busy: sec(1)}},
 		{do: func() { fc.Step(sec(1)) }, want: Stats{Delayed: 1, InFlight: 2, Adds: 3, Retries: 1, DelayedAdds: 1, Coalesced: 1,
-			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
+			UnfinishedWork: sec(3), LongestRunning: sec(2), Busy: sec(3)}},
 		// At 4s: a is added again while processed, twice.
 		{do: func() { s.Add("a"); s.AddContext(spanCtx(1), "a") }, want: Stats{Delayed: 1, Held: 1, InFlight: 2, Adds: 4, Retries: 1, DelayedAdds: 1, Coalesced: 2,
-			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
+			UnfinishedWork: sec(3), LongestRunning: sec(2), Busy: sec(3)}},
 		{do: func() { s.AddRateLimited("d") }, want: Stats{Delayed: 2, Held: 1, InFlight: 2, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
-			UnfinishedWork: sec(3), LongestRunning: sec(2)}},
-		// a's Done: its held run becomes ready now.
+			UnfinishedWork: sec(3), LongestRunning: sec(2), Busy: sec(3)}},
+		// a's Done: its held run becomes ready now; a ran 2 s.
 		{do: func() { s.Done("a") }, want: Stats{Depth: 1, Delayed: 2, InFlight: 1, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
-			UnfinishedWork: sec(1), LongestRunning: sec(1)}},
+			UnfinishedWork: sec(1), LongestRunning: sec(1), Finished: 1, Busy: sec(3)}},
 		// At 5s: c's delay and d's backoff have ended.
 		{do: func() { fc.Step(sec(1)); s.Len() }, want: Stats{Depth: 3, InFlight: 1, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2,
-			OldestPending: sec(1), UnfinishedWork: sec(2), LongestRunning: sec(2)}},
-		{do: func() { s.Done("b") }, want: Stats{Depth: 3, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2, OldestPending: sec(1)}},
+			OldestPending: sec(1), UnfinishedWork: sec(2), LongestRunning: sec(2), Finished: 1, Busy: sec(4)}},
+		{do: func() { s.Done("b") }, want: Stats{Depth: 3, Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2, OldestPending: sec(1), Finished: 2, Busy: sec(4)}},
 		{do: func() {
 			for range 3 {
 				s.Done(mustGet(t, s).Key)
 			}
-		}, want: Stats{Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2}},
+		}, want: Stats{Adds: 5, Retries: 2, DelayedAdds: 1, Coalesced: 2, Finished: 5, Busy: sec(4)}},
 	} {
 		step.do()
 		if got := s.Stats(); got != step.want {
