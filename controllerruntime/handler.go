@@ -58,29 +58,29 @@ type enqueueForObject[object client.Object] struct {
 }
 
 func (e *enqueueForObject[object]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, evt.IsInInitialList, q)
+	e.add(ctx, evt.Object, evt.IsInInitialList, createTrigger(evt.IsInInitialList), q)
 }
 
 func (e *enqueueForObject[object]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	switch {
 	case !isNil(evt.ObjectNew):
-		unchanged := !isNil(evt.ObjectOld) && evt.ObjectOld.GetResourceVersion() == evt.ObjectNew.GetResourceVersion()
-		e.add(ctx, evt.ObjectNew, unchanged, q)
+		trigger := updateTrigger(evt.ObjectOld, evt.ObjectNew)
+		e.add(ctx, evt.ObjectNew, trigger == scheduler.TriggerResync, trigger, q)
 	default:
-		e.add(ctx, evt.ObjectOld, false, q)
+		e.add(ctx, evt.ObjectOld, false, scheduler.TriggerUpdate, q)
 	}
 }
 
 func (e *enqueueForObject[object]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, false, q)
+	e.add(ctx, evt.Object, false, scheduler.TriggerDelete, q)
 }
 
 func (e *enqueueForObject[object]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	e.add(ctx, evt.Object, false, q)
+	e.add(ctx, evt.Object, false, scheduler.TriggerGeneric, q)
 }
 
-// add enqueues obj's request, at handler.LowPriority when low.
-func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// add enqueues obj's request for trigger, at handler.LowPriority when low.
+func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool, trigger scheduler.Trigger, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if isNil(obj) {
 		// controller-runtime logs and drops such events; so do we.
 		return
@@ -91,7 +91,7 @@ func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		var opts scheduler.AddOptions
+		opts := scheduler.AddOptions{Trigger: trigger}
 		if low {
 			opts.Priority = handler.LowPriority
 		}

@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -25,6 +27,7 @@ import (
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
 	"github.com/otelqueue/otelqueue/traceparent"
 )
 
@@ -89,6 +92,52 @@ func TestHandlerPrioritiesMatchControllerRuntime(t *testing.T) {
 		if got := run(ours, q); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("our handler on %s: priorities %v, controller-runtime's %v", name, got, want)
 		}
+	}
+}
+
+// TestHandlerTriggers: our handler, and controller-runtime's own wrapped in
+// WithTraceContext, tell the queue what each event was, for the attempt's
+// workqueue.trigger: the initial list, a create, a resync, an update, a
+// delete, a generic event.
+func TestHandlerTriggers(t *testing.T) {
+	testutil.NoOTelErrors(t)
+	tel := newTelemetry(t)
+	obj := func(name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: rv}}
+	}
+	send := func(h handler.EventHandler, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		ctx := context.Background()
+		h.Create(ctx, event.CreateEvent{Object: obj("initial-list", "1"), IsInInitialList: true}, q)
+		h.Create(ctx, event.CreateEvent{Object: obj("created", "1")}, q)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: obj("resync", "7"), ObjectNew: obj("resync", "7")}, q)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: obj("updated", "7"), ObjectNew: obj("updated", "8")}, q)
+		h.Delete(ctx, event.DeleteEvent{Object: obj("deleted", "9")}, q)
+		h.Generic(ctx, event.GenericEvent{Object: obj("generic", "9")}, q)
+	}
+	want := map[string]scheduler.Trigger{
+		"initial-list": scheduler.TriggerInitialList, "created": scheduler.TriggerCreate, "resync": scheduler.TriggerResync,
+		"updated": scheduler.TriggerUpdate, "deleted": scheduler.TriggerDelete, "generic": scheduler.TriggerGeneric,
+	}
+	for name, h := range map[string]handler.EventHandler{
+		"ours": controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp)),
+		"controller-runtime's in WithTraceContext": controllerruntime.WithTraceContext[client.Object, reconcile.Request](
+			&handler.EnqueueRequestForObject{}, traceparent.WithMeterProvider(tel.mp)),
+	} {
+		q := newQueue(t, tel, "triggers")
+		send(h, q)
+		got := map[string]scheduler.Trigger{}
+		for q.Len() > 0 {
+			it, err := q.GetContext(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[it.Key.Name] = it.Trigger
+			q.Done(it.Key)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: triggers %v, want %v", name, got, want)
+		}
+		q.ShutDown()
 	}
 }
 

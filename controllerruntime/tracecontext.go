@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
+	"github.com/otelqueue/otelqueue/scheduler"
 	"github.com/otelqueue/otelqueue/traceparent"
 )
 
@@ -47,7 +48,7 @@ type withTraceContext[object client.Object, request comparable] struct {
 }
 
 func (w *withTraceContext[object, request]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
-	w.h.Create(ctx, evt, w.queue(ctx, evt.Object, q))
+	w.h.Create(ctx, evt, w.queue(ctx, evt.Object, createTrigger(evt.IsInInitialList), q))
 }
 
 func (w *withTraceContext[object, request]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
@@ -55,20 +56,21 @@ func (w *withTraceContext[object, request]) Update(ctx context.Context, evt even
 	if isNil(obj) {
 		obj = evt.ObjectOld
 	}
-	w.h.Update(ctx, evt, w.queue(ctx, obj, q))
+	w.h.Update(ctx, evt, w.queue(ctx, obj, updateTrigger(evt.ObjectOld, evt.ObjectNew), q))
 }
 
 func (w *withTraceContext[object, request]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
-	w.h.Delete(ctx, evt, w.queue(ctx, evt.Object, q))
+	w.h.Delete(ctx, evt, w.queue(ctx, evt.Object, scheduler.TriggerDelete, q))
 }
 
 func (w *withTraceContext[object, request]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
-	w.h.Generic(ctx, evt, w.queue(ctx, evt.Object, q))
+	w.h.Generic(ctx, evt, w.queue(ctx, evt.Object, scheduler.TriggerGeneric, q))
 }
 
 // queue returns the view of q the handler adds through: q's context-aware
-// adds with ctx and obj's span context, when q has them.
-func (w *withTraceContext[object, request]) queue(ctx context.Context, obj object, q workqueue.TypedRateLimitingInterface[request]) workqueue.TypedRateLimitingInterface[request] {
+// adds with ctx, obj's span context and the event's trigger, when q has
+// them.
+func (w *withTraceContext[object, request]) queue(ctx context.Context, obj object, trigger scheduler.Trigger, q workqueue.TypedRateLimitingInterface[request]) workqueue.TypedRateLimitingInterface[request] {
 	cq, ok := q.(contextQueue[request])
 	if !ok {
 		return q
@@ -76,7 +78,7 @@ func (w *withTraceContext[object, request]) queue(ctx context.Context, obj objec
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	v := &contextView[request]{contextQueue: cq, ctx: ctx}
+	v := &contextView[request]{contextQueue: cq, ctx: ctx, trigger: trigger}
 	if !isNil(obj) {
 		v.reader, v.obj = w.reader, obj
 	}
@@ -104,6 +106,9 @@ type contextView[request comparable] struct {
 	ctx    context.Context
 	reader *traceparent.Reader // nil without an object
 	obj    client.Object
+	// trigger is the event's (scheduler.Trigger), for the adds that are
+	// not retries.
+	trigger scheduler.Trigger
 }
 
 // context returns the ctx adds keep, reading the annotation the first time.
@@ -119,10 +124,17 @@ func (v *contextView[request]) read() {
 	}
 }
 
-func (v *contextView[request]) Add(item request) { v.AddContext(v.context(), item) }
+func (v *contextView[request]) Add(item request) {
+	v.AddWithOptions(v.context(), scheduler.AddOptions{Trigger: v.trigger}, item)
+}
 
 func (v *contextView[request]) AddAfter(item request, delay time.Duration) {
-	v.AddAfterContext(v.context(), item, delay)
+	if delay <= 0 {
+		// AddAfter's add at once, counted as a retry as the queue's is.
+		v.AddAfterContext(v.context(), item, delay)
+		return
+	}
+	v.AddWithOptions(v.context(), scheduler.AddOptions{After: delay, Trigger: v.trigger}, item)
 }
 
 func (v *contextView[request]) AddRateLimited(item request) {
@@ -130,5 +142,28 @@ func (v *contextView[request]) AddRateLimited(item request) {
 }
 
 func (v *contextView[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
-	v.AddWithOptsContext(v.context(), o, items...)
+	opts := scheduler.AddOptions{After: o.After, RateLimited: o.RateLimited, Trigger: v.trigger}
+	if o.Priority != nil {
+		opts.Priority = *o.Priority
+	}
+	v.AddWithOptions(v.context(), opts, items...)
+}
+
+// createTrigger is the trigger of a create event: the informer's initial
+// list, or an object created.
+func createTrigger(initialList bool) scheduler.Trigger {
+	if initialList {
+		return scheduler.TriggerInitialList
+	}
+	return scheduler.TriggerCreate
+}
+
+// updateTrigger is the trigger of an update event: a resync when the
+// resource version did not change (as controller-runtime's
+// WithLowPriorityWhenUnchanged reads it), else an update.
+func updateTrigger(old, cur client.Object) scheduler.Trigger {
+	if !isNil(old) && !isNil(cur) && old.GetResourceVersion() == cur.GetResourceVersion() {
+		return scheduler.TriggerResync
+	}
+	return scheduler.TriggerUpdate
 }

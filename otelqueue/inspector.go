@@ -110,9 +110,12 @@ type InspectedKey struct {
 	// Wait is how long since its earliest add still pending.
 	Wait time.Duration `json:"wait_ns"`
 	// ReadyIn is how long until it may run, for a key delayed (0: ready).
-	ReadyIn  time.Duration `json:"ready_in_ns"`
-	Reason   string        `json:"reason"`
-	Priority int           `json:"priority"`
+	ReadyIn time.Duration `json:"ready_in_ns"`
+	// Reason is why it waits; Trigger what the add that set its ready
+	// time came from (scheduler.Trigger): why it will run.
+	Reason   string `json:"reason"`
+	Trigger  string `json:"trigger"`
+	Priority int    `json:"priority"`
 	// Attempts is the attempt its next run will be (1 + the rate
 	// limiter's failures); Coalesced the adds merged into it.
 	Attempts  int `json:"attempts"`
@@ -128,6 +131,8 @@ type InspectedKey struct {
 type InspectedRun struct {
 	Key     string        `json:"key"`
 	Running time.Duration `json:"running_ns"`
+	// Trigger is why it runs (scheduler.Trigger).
+	Trigger string `json:"trigger"`
 	// TraceID is the attempt's trace id, when it is traced.
 	TraceID string `json:"trace_id,omitempty"`
 }
@@ -191,13 +196,13 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 		out := scheduler.Inspection[string]{At: raw.At, Pending: raw.Pending, InFlight: raw.InFlight, ByPriority: raw.ByPriority}
 		for _, p := range raw.Oldest {
 			out.Oldest = append(out.Oldest, scheduler.PendingKey[string]{
-				Key: keyString(p.Key), EnqueuedAt: p.EnqueuedAt, ReadyAt: p.ReadyAt, Reason: p.Reason,
+				Key: keyString(p.Key), EnqueuedAt: p.EnqueuedAt, ReadyAt: p.ReadyAt, Reason: p.Reason, Trigger: p.Trigger,
 				Priority: p.Priority, Requeues: p.Requeues, Coalesced: p.Coalesced, Delayed: p.Delayed, Held: p.Held,
 				Origin: p.Origin, PreviousAttempt: p.PreviousAttempt,
 			})
 		}
 		for _, r := range raw.Running {
-			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext})
+			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext, Trigger: r.Trigger})
 		}
 		return inspected{raw: out, stats: st, maxInFlight: s.MaxInFlight()}, true
 	}
@@ -243,7 +248,7 @@ func (i *Inspector) Page() InspectorPage {
 		now := raw.At
 		for _, p := range raw.Oldest {
 			k := InspectedKey{
-				Key: p.Key, Reason: p.Reason.String(), Priority: p.Priority,
+				Key: p.Key, Reason: p.Reason.String(), Trigger: p.Trigger.String(), Priority: p.Priority,
 				Attempts: p.Requeues + 1, Coalesced: p.Coalesced,
 				EnqueuedBy: traceID(p.Origin), LastAttempt: traceID(p.PreviousAttempt),
 			}
@@ -256,7 +261,7 @@ func (i *Inspector) Page() InspectorPage {
 			q.Oldest = append(q.Oldest, k)
 		}
 		for _, r := range raw.Running {
-			run := InspectedRun{Key: r.Key, TraceID: traceID(r.SpanContext)}
+			run := InspectedRun{Key: r.Key, Trigger: r.Trigger.String(), TraceID: traceID(r.SpanContext)}
 			if !now.IsZero() {
 				run.Running = now.Sub(r.StartedAt)
 			}
@@ -398,12 +403,12 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 {{range .Pending}}<tr><td class="num">{{.Priority}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>Waiting longest</h3>
-{{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
-{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
+{{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>trigger</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
+{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>In flight, longest first</h3>
-{{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trace</th></tr>
-{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trigger</th><th>trace</th></tr>
+{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
 <h3>Last failures, latest first</h3>
 {{if .Failures}}<table class="failures"><tr><th>key</th><th>when</th><th>outcome</th><th>error</th><th>trace</th></tr>

@@ -113,11 +113,14 @@ func TestInspector(t *testing.T) {
 	if a.Wait != 5*time.Second || a.Reason != "immediate" || a.Attempts != 1 || a.EnqueuedBy != enqSC.TraceID().String() {
 		t.Errorf("default/a = %+v, want 5s, immediate, attempt 1, enqueued by trace %s", a, enqSC.TraceID())
 	}
-	if later.Reason != "delayed" || later.ReadyIn != 57*time.Second {
-		t.Errorf("default/later = %+v, want delayed, ready in 57s", later)
+	if later.Reason != "delayed" || later.ReadyIn != 57*time.Second || later.Trigger != "requeue_after" {
+		t.Errorf("default/later = %+v, want delayed, ready in 57s, trigger requeue_after", later)
+	}
+	if a.Trigger != "add" {
+		t.Errorf("default/a's trigger %q, want add", a.Trigger)
 	}
 	if len(got.Running) != 1 || got.Running[0].Key != "default/urgent" || got.Running[0].Running != 3*time.Second ||
-		got.Running[0].TraceID == "" {
+		got.Running[0].TraceID == "" || got.Running[0].Trigger != "add" {
 		t.Errorf("running %+v, want default/urgent for 3s, traced", got.Running)
 	}
 	if strings.Contains(body, "null") {

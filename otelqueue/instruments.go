@@ -113,11 +113,15 @@ const (
 	// AttrQueueName is the queue's name on spans: the value AttrName has on
 	// metrics, under a key that says what it names among a span's
 	// attributes.
-	AttrQueueName    = attribute.Key("workqueue.name")
-	AttrKey          = attribute.Key("workqueue.key")
-	AttrAttempt      = attribute.Key("workqueue.attempt")
-	AttrCoalesced    = attribute.Key("workqueue.coalesced")
-	AttrWaitReason   = attribute.Key("workqueue.wait_reason")
+	AttrQueueName  = attribute.Key("workqueue.name")
+	AttrKey        = attribute.Key("workqueue.key")
+	AttrAttempt    = attribute.Key("workqueue.attempt")
+	AttrCoalesced  = attribute.Key("workqueue.coalesced")
+	AttrWaitReason = attribute.Key("workqueue.wait_reason")
+	// AttrTrigger is why the attempt ran: what the add that set its ready
+	// time came from (scheduler.Trigger's String: an event, a requeue, a
+	// backoff retry), on the root and "reconcile" spans.
+	AttrTrigger      = attribute.Key("workqueue.trigger")
 	AttrDroppedLinks = attribute.Key("workqueue.links.dropped")
 	AttrLinkKind     = attribute.Key("workqueue.link")
 )

@@ -149,16 +149,17 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	}
 
 	// One array (one allocation) holds the attempt's attributes: the root
-	// carries all of them, "reconcile" those that identify the attempt,
-	// "queued" the wait reason.
-	attrs := [6]attribute.KeyValue{
+	// carries all of them, "reconcile" those that identify the attempt and
+	// why it ran, "queued" the wait reason.
+	attrs := [7]attribute.KeyValue{
 		AttrQueueName.String(o.queue),
 		AttrKey.String(keyString(it.Key)),
 		AttrAttempt.Int(it.Requeues + 1),
+		AttrTrigger.String(it.Trigger.String()),
 		AttrWaitReason.String(it.Reason.String()),
 		AttrCoalesced.Int(it.Coalesced),
 	}
-	ident, reason, all := attrs[:3], attrs[3:4], attrs[:5]
+	ident, reason, all := attrs[:4], attrs[4:5], attrs[:6]
 	if it.DroppedLinks > 0 {
 		all = append(all, AttrDroppedLinks.Int(it.DroppedLinks))
 	}

@@ -138,12 +138,14 @@ func TestTraceShape(t *testing.T) {
 		otelqueue.AttrQueueName.String(queueName),
 		otelqueue.AttrKey.String("a"),
 		otelqueue.AttrAttempt.Int(1),
+		otelqueue.AttrTrigger.String("add"),
 		otelqueue.AttrWaitReason.String("immediate"),
 		otelqueue.AttrCoalesced.Int(0),
 	)
 	assertAttrs(t, "queued", queued.Attributes(), otelqueue.AttrWaitReason.String("immediate"))
 	assertAttrs(t, "reconcile", reconcile.Attributes(),
-		otelqueue.AttrQueueName.String(queueName), otelqueue.AttrKey.String("a"), otelqueue.AttrAttempt.Int(1))
+		otelqueue.AttrQueueName.String(queueName), otelqueue.AttrKey.String("a"), otelqueue.AttrAttempt.Int(1),
+		otelqueue.AttrTrigger.String("add"))
 	if ev := queued.Events(); len(ev) != 0 {
 		t.Errorf("queued events %v: an immediate add has no ready event", ev)
 	}
@@ -239,6 +241,15 @@ func TestTraceWaitReasons(t *testing.T) {
 			assertTimes(t, queued, t0.Add(tc.enqueued), t0.Add(tc.dequeued))
 			if got := attrMap(root.Attributes())[otelqueue.AttrWaitReason].AsString(); got != tc.reason {
 				t.Errorf("root wait_reason %q, want %q", got, tc.reason)
+			}
+			// The add that set the ready time: a requeue's, a backoff's, or
+			// a plain add's.
+			trigger := map[string]string{"delayed": "requeue_after", "rate_limited": "backoff"}[tc.reason]
+			if trigger == "" {
+				trigger = "add"
+			}
+			if got := attrMap(root.Attributes())[otelqueue.AttrTrigger].AsString(); got != trigger {
+				t.Errorf("root trigger %q, want %q", got, trigger)
 			}
 			assertAttrs(t, "queued", queued.Attributes(), otelqueue.AttrWaitReason.String(tc.reason))
 			ev := queued.Events()
@@ -621,4 +632,23 @@ func TestTraceKeyAttribute(t *testing.T) {
 
 	attemptSpans(t, sr.Ended(), "default/web", 1)
 	attemptSpans(t, sr.Ended(), "42", 1)
+}
+
+// TestTraceTrigger: an event handler's trigger (scheduler.AddOptions.Trigger)
+// is the attempt's workqueue.trigger, on the root and "reconcile" spans,
+// not on "queued".
+func TestTraceTrigger(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	e.q.AddWithOptions(context.Background(), scheduler.AddOptions{Trigger: scheduler.TriggerResync}, "a")
+	e.getKey(t, "a")
+	e.q.Done("a")
+	root, queued, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
+	for _, s := range []sdktrace.ReadOnlySpan{root, reconcile} {
+		if got := attrMap(s.Attributes())[otelqueue.AttrTrigger].AsString(); got != "resync" {
+			t.Errorf("%s trigger %q, want resync", s.Name(), got)
+		}
+	}
+	if _, ok := attrMap(queued.Attributes())[otelqueue.AttrTrigger]; ok {
+		t.Error("the queued span carries the trigger")
+	}
 }

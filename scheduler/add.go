@@ -51,7 +51,7 @@ func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
 		return
 	}
 	d := s.rl.When(key)
-	s.enqueueRequeue(key, sc, d, addRateLimited, s.rl.NumRequeues(key), 0)
+	s.enqueueRequeue(key, sc, d, addRateLimited, TriggerBackoff, s.rl.NumRequeues(key), 0)
 }
 
 // AddOptions are the options of AddWithOptions, as controller-runtime's
@@ -72,6 +72,11 @@ type AddOptions struct {
 	// O(log P) for P priorities with ready keys, and drained priorities
 	// release their memory (the scheduler keeps at most 16 empty levels).
 	Priority int
+	// Trigger says what the add comes from (an event handler's event), for
+	// the run's Item.Trigger. The zero value, TriggerAdd, says nothing: the
+	// trigger is then TriggerRequeueAfter for an add with After, and
+	// TriggerAdd otherwise. A RateLimited add is always TriggerBackoff.
+	Trigger Trigger
 }
 
 // AddWithOptions adds keys with opts, keeping the span context of ctx as
@@ -83,6 +88,7 @@ func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys
 		if delay > 0 {
 			kind = addDelayed
 		}
+		trigger := opts.Trigger
 		if opts.RateLimited {
 			if s.ShuttingDown() {
 				return
@@ -92,9 +98,12 @@ func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys
 			if d := s.rl.When(key); delay == 0 || d < delay {
 				delay = d
 			}
-			kind, requeues = addRateLimited, s.rl.NumRequeues(key)
+			kind, requeues, trigger = addRateLimited, s.rl.NumRequeues(key), TriggerBackoff
 		}
-		s.enqueueRequeue(key, sc, delay, kind, requeues, opts.Priority)
+		if trigger == TriggerAdd {
+			trigger = triggerOf(kind)
+		}
+		s.enqueueRequeue(key, sc, delay, kind, trigger, requeues, opts.Priority)
 	}
 }
 
@@ -117,12 +126,12 @@ const (
 
 // enqueue adds key at priority 0; see enqueueRequeue.
 func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration, kind addKind) {
-	s.enqueueRequeue(key, sc, delay, kind, 0, 0)
+	s.enqueueRequeue(key, sc, delay, kind, triggerOf(kind), 0, 0)
 }
 
-// enqueueRequeue adds key at priority prio; requeues is the rate limiter's
-// failure count for rate-limited adds.
-func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
+// enqueueRequeue adds key at priority prio for trigger; requeues is the
+// rate limiter's failure count for rate-limited adds.
+func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, requeues, priority int) {
 	s.mu.Lock()
 	if s.shuttingDown {
 		s.mu.Unlock()
@@ -134,7 +143,7 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 			s.delayedAdds++
 		}
 	}
-	var r addRequest
+	r := addRequest{trigger: trigger}
 	s.requestLocked(&r, delay, kind)
 	e, ok := s.entries[key]
 	if !ok {
@@ -161,6 +170,7 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 type addRequest struct {
 	now, target int64
 	reason      WaitReason
+	trigger     Trigger
 	debounce    bool // a plain add in a debouncing queue
 	immediate   bool // no delay at all
 }
@@ -207,7 +217,7 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int) bool
 	} else if !r.immediate && x != nil && x.hasDeadline {
 		x.deadline = min(x.deadline, target)
 	}
-	e.readyAt, e.reason = target, r.reason
+	e.readyAt, e.reason, e.trigger = target, r.reason, r.trigger
 	e.setPriority(prio)
 	switch {
 	case e.processing && !s.set.crOrder:
@@ -283,14 +293,14 @@ func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
 	case r.debounce:
 		t := min(addSat(r.now, s.set.debounce), x.deadline)
 		if e.debounced || t < e.readyAt {
-			e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
+			e.readyAt, e.reason, e.trigger, e.debounced = t, WaitDebounced, r.trigger, true
 		}
 	default:
 		if x != nil && x.hasDeadline {
 			x.deadline = min(x.deadline, r.target)
 		}
 		if r.target < e.readyAt || r.immediate {
-			e.readyAt, e.reason, e.debounced = r.target, r.reason, false
+			e.readyAt, e.reason, e.trigger, e.debounced = r.target, r.reason, r.trigger, false
 		}
 	}
 	// A key now due is taken out of the heap by the caller; only a key that

@@ -44,6 +44,7 @@ type entry[K comparable] struct {
 	debounced  bool // readyAt was chosen by debouncing
 	bigPrio    bool // the priority is beyond int32: in extras.priority
 	reason     WaitReason
+	trigger    Trigger // of the add that set readyAt (see Trigger)
 }
 
 // side holds what a key needs only at times.

@@ -66,7 +66,7 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.processing = true
 
 	p := s.newProc()
-	p.timed = s.timed
+	p.timed, p.trigger = s.timed, e.trigger
 	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
 	obs := s.obs
 	if obs != nil && s.wallClock {
@@ -136,6 +136,7 @@ func (s *Scheduler[K]) waitReadyLocked(ctx context.Context) error {
 // and wall, when not zero, the clock's reading at that instant.
 func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall time.Time) {
 	it.Reason = e.reason
+	it.Trigger = e.trigger
 	it.Coalesced = int(e.coalesced)
 	it.Priority = e.priority()
 	if s.timed {

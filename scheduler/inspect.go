@@ -49,8 +49,10 @@ type PendingKey[K comparable] struct {
 	// EnqueuedAt is the time of the earliest add still pending; ReadyAt
 	// when the run may start (after At for a key still delayed or held).
 	EnqueuedAt, ReadyAt time.Time
-	// Reason tells why the key waits, or waited, before ReadyAt.
-	Reason WaitReason
+	// Reason tells why the key waits, or waited, before ReadyAt; Trigger
+	// what the add that set ReadyAt came from.
+	Reason  WaitReason
+	Trigger Trigger
 	// Priority is the pending run's priority.
 	Priority int
 	// Requeues is the rate limiter's count of failures for the key as of
@@ -69,8 +71,10 @@ type PendingKey[K comparable] struct {
 // RunningKey describes a run in flight.
 type RunningKey[K comparable] struct {
 	Key K
-	// StartedAt is when a worker took the key.
+	// StartedAt is when a worker took the key; Trigger what made the run
+	// (Item.Trigger).
 	StartedAt time.Time
+	Trigger   Trigger
 	// SpanContext is that of the context the run is processed in (the
 	// Observer's: with package otelqueue and tracing on, the attempt's
 	// "reconcile" span); invalid without one.
@@ -149,6 +153,7 @@ func (s *Scheduler[K]) pendingLocked(e *entry[K], now int64) PendingKey[K] {
 	p := PendingKey[K]{
 		Key:       e.key,
 		Reason:    pendingReason(e),
+		Trigger:   e.trigger,
 		Priority:  e.priority(),
 		Coalesced: int(e.coalesced),
 		Delayed:   e.place == inDelay,
@@ -185,7 +190,8 @@ func (s *Scheduler[K]) runningLocked(e *entry[K]) RunningKey[K] {
 	if p == nil {
 		return r
 	}
-	if s.timed {
+	r.Trigger = p.trigger
+	if s.timed && p.timed {
 		r.StartedAt = s.at(p.started)
 	}
 	if ctx := p.context(); ctx != nil {

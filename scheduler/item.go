@@ -30,6 +30,9 @@ type Item[K comparable] struct {
 
 	// Reason tells why the key waited before ReadyAt.
 	Reason WaitReason
+	// Trigger tells what the add that set ReadyAt came from: an event,
+	// a requeue, a retry (see Trigger).
+	Trigger Trigger
 	// Requeues is the rate limiter's count of failures for the key as of the
 	// last AddRateLimited merged into this run; zero if none was.
 	Requeues int

@@ -121,7 +121,8 @@ type mEntry struct {
 
 	enqueued, readyAt int64 // ns since t0
 	reason            WaitReason
-	prio              int // the pending run's: the highest it was added with
+	trigger           Trigger // of the add that set readyAt
+	prio              int     // the pending run's: the highest it was added with
 	coalesced         int
 	debounced         bool
 	deadline          int64
@@ -232,9 +233,10 @@ func (r *modelRun) step(op, arg byte) {
 	switch op % 12 {
 	case 0:
 		if p := modelPrios[sub%len(modelPrios)]; p != 0 {
-			m.logf("AddWithOptions(Priority %d, %d)", p, k)
-			s.AddWithOptions(context.Background(), AddOptions{Priority: p}, k)
-			m.add(k, trace.SpanContext{}, 0, addPlain, 0, p)
+			// An event handler's add: its trigger said.
+			m.logf("AddWithOptions(Priority %d, Trigger update, %d)", p, k)
+			s.AddWithOptions(context.Background(), AddOptions{Priority: p, Trigger: TriggerUpdate}, k)
+			m.addTrigger(k, trace.SpanContext{}, 0, addPlain, TriggerUpdate, 0, p)
 			return
 		}
 		m.logf("Add(%d)", k)
@@ -430,6 +432,9 @@ func (r *modelRun) checkItem(key int, e *mEntry, it *Item[int]) {
 		if !it.DequeuedAt.Equal(at(m.now)) {
 			bad("DequeuedAt t0+%v, want t0+%v", it.DequeuedAt.Sub(t0), time.Duration(m.now))
 		}
+		if it.Trigger != e.trigger {
+			bad("Trigger %v, want %v", it.Trigger, e.trigger)
+		}
 		if it.Reason != e.reason {
 			bad("Reason %v, want %v", it.Reason, e.reason)
 		}
@@ -515,8 +520,20 @@ func (m *model) addRateLimited(k int, sc trace.SpanContext) {
 	m.add(k, sc, d, addRateLimited, m.failures[k], 0)
 }
 
-// add is the model of every add.
+// add is the model of an add that names no trigger.
 func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKind, requeues, priority int) {
+	trigger := TriggerAdd
+	switch kind {
+	case addDelayed:
+		trigger = TriggerRequeueAfter
+	case addRateLimited:
+		trigger = TriggerBackoff
+	}
+	m.addTrigger(k, sc, delay, kind, trigger, requeues, priority)
+}
+
+// addTrigger is the model of every add.
+func (m *model) addTrigger(k int, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, requeues, priority int) {
 	if m.shutdown {
 		return
 	}
@@ -555,7 +572,7 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 		} else if !immediate && m.debounce > 0 {
 			e.deadline = min(e.deadline, target)
 		}
-		e.readyAt, e.reason = target, reason
+		e.readyAt, e.reason, e.trigger = target, reason, trigger
 		e.delayed = !e.processing && !immediate
 		e.prio = prio
 	} else {
@@ -565,7 +582,7 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 		if e.processing || e.delayed {
 			if debounce {
 				if t := min(now+m.debounce, e.deadline); e.debounced || t < e.readyAt {
-					e.readyAt, e.reason, e.debounced = t, WaitDebounced, true
+					e.readyAt, e.reason, e.trigger, e.debounced = t, WaitDebounced, trigger, true
 				}
 			} else {
 				if m.debounce > 0 {
@@ -573,7 +590,7 @@ func (m *model) add(k int, sc trace.SpanContext, delay time.Duration, kind addKi
 				}
 				// The earliest ready time wins.
 				if target < e.readyAt || immediate {
-					e.readyAt, e.reason, e.debounced = target, reason, false
+					e.readyAt, e.reason, e.trigger, e.debounced = target, reason, trigger, false
 				}
 			}
 		}

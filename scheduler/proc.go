@@ -28,6 +28,7 @@ type proc[K comparable] struct {
 	// observed tells that o holds this run's Item for an Observer; timed
 	// that started holds the run's start (the queue was timed then).
 	observed, timed bool
+	trigger         Trigger // of the run (Item.Trigger), for Inspect
 	// o is allocated with the first observed run of this proc and kept as
 	// it is recycled, so that a get allocates none; nil until then, so that
 	// a queue with no Observer keeps its runs small.

@@ -94,8 +94,14 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
 	inf := factory.Core().V1().ConfigMaps()
 	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: traceparent.NewReader(), rng: rand.New(rand.NewPCG(1, 2))}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueue(obj) },
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initialList bool) {
+			trigger := scheduler.TriggerCreate
+			if initialList {
+				trigger = scheduler.TriggerInitialList
+			}
+			c.enqueue(obj, trigger)
+		},
 		UpdateFunc: func(old, obj any) { c.enqueueIfChanged(old, obj) },
 	}); err != nil {
 		return fmt.Errorf("adding the event handler: %w", err)
@@ -178,8 +184,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 
 // enqueue adds the object's key with the trace context its writer left in
 // the otelqueue.github.io/traceparent annotation, so that the attempt's trace
-// links to the write that caused it.
-func (c *controller) enqueue(obj any) {
+// links to the write that caused it, and the event's trigger, the
+// attempt's workqueue.trigger.
+func (c *controller) enqueue(obj any, trigger scheduler.Trigger) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		log.Printf("cannot key %T: %v", obj, err)
@@ -189,7 +196,7 @@ func (c *controller) enqueue(obj any) {
 	if o, ok := obj.(traceparent.Annotated); ok {
 		ctx = c.tp.ContextWith(ctx, o)
 	}
-	c.queue.AddContext(ctx, key)
+	c.queue.AddWithOptions(ctx, scheduler.AddOptions{Trigger: trigger}, key)
 }
 
 // enqueueIfChanged ignores updates that only carry the controller's own
@@ -200,7 +207,7 @@ func (c *controller) enqueueIfChanged(old, obj any) {
 	if ok1 && ok2 && maps.Equal(o.Data, n.Data) {
 		return
 	}
-	c.enqueue(obj)
+	c.enqueue(obj, scheduler.TriggerUpdate)
 }
 
 var errSimulated = errors.New("simulated failure (see -error-rate)")
