@@ -35,10 +35,11 @@
 // queue's workqueue.client.* histograms and counters and
 // otelqueue.Instrumentation.ClientStats say how much of its reconciles'
 // work time went to the limiter, to the API server and to Retry-After
-// waits. A queue records that time only with the option, or when it has an
-// adaptive worker pool (otelqueue.AdaptiveWorkers), which decides on it:
-// instrumenting a client changes no queue, and a queue without either
-// records none of it, whatever clients its reconcilers use. The spans of a
+// waits. A queue records that time only with the option (an adaptive
+// worker pool, otelqueue.AdaptiveWorkers, reads it then, and sees only the
+// work time without): instrumenting a client changes no queue, and a queue
+// without the option records none of it, whatever clients its reconcilers
+// use. The spans of a
 // sampled attempt's requests, "retry after" included, need neither. A
 // client used outside any reconcile (informers, a workload) works as
 // before and only feeds the process-wide metrics: it starts no root spans.

@@ -69,8 +69,7 @@ var limiterBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 // limiter when cfg sets one, are instrumented (see the package
 // documentation); cfg itself is not changed. Build every client that
 // reconcilers use from the copy. It changes no queue: a queue counts its
-// attempts' requests only when instrumented with otelqueue.WithClientTime
-// (or with an adaptive worker pool).
+// attempts' requests only when instrumented with otelqueue.WithClientTime.
 //
 // The copy limits requests exactly as cfg does: every client built from it
 // has the budget it would have without instrumentation. A RateLimiter that
