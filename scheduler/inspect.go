@@ -28,7 +28,8 @@ type Inspection[K comparable] struct {
 	// highest priority first, then by reason.
 	ByPriority []PendingCount
 	// Oldest are the pending keys that were enqueued first, the oldest
-	// first: at most the limit given to Inspect.
+	// first (of keys enqueued at one instant, the one ready first): at most
+	// the limit given to Inspect.
 	Oldest []PendingKey[K]
 	// Running are the runs in flight, the longest-running first: at most
 	// the limit given to Inspect.
@@ -126,7 +127,7 @@ func (s *Scheduler[K]) Inspect(limit int) Inspection[K] {
 		}
 		if len(oldest) < limit {
 			heap.Push(&oldest, e)
-		} else if e.enqueued < oldest[0].enqueued {
+		} else if cmpOldest(e, oldest[0]) < 0 {
 			oldest[0] = e
 			heap.Fix(&oldest, 0)
 		}
@@ -140,7 +141,7 @@ func (s *Scheduler[K]) Inspect(limit int) Inspection[K] {
 		}
 		return cmp.Compare(a.Reason, b.Reason)
 	})
-	slices.SortFunc(oldest, func(a, b *entry[K]) int { return cmp.Compare(a.enqueued, b.enqueued) })
+	slices.SortFunc(oldest, cmpOldest[K])
 	for _, e := range oldest {
 		in.Oldest = append(in.Oldest, s.pendingLocked(e, now))
 	}
@@ -219,12 +220,23 @@ func (s *Scheduler[K]) keepLongestLocked(running []RunningKey[K], e *entry[K]) {
 	}
 }
 
-// entryHeap is a max-heap of entries by enqueue time: its root is the
-// latest enqueued of those kept, the one an older key replaces.
+// cmpOldest orders pending entries oldest first: by enqueue time, then,
+// for keys enqueued at one instant, the one ready first (a key delayed
+// since then waits for its delay, not for a worker). Entries equal in both
+// are in no particular order.
+func cmpOldest[K comparable](a, b *entry[K]) int {
+	if c := cmp.Compare(a.enqueued, b.enqueued); c != 0 {
+		return c
+	}
+	return cmp.Compare(max(a.readyAt, a.enqueued), max(b.readyAt, b.enqueued))
+}
+
+// entryHeap is a max-heap of entries by cmpOldest: its root is the
+// youngest of those kept, the one an older key replaces.
 type entryHeap[K comparable] []*entry[K]
 
 func (h entryHeap[K]) Len() int           { return len(h) }
-func (h entryHeap[K]) Less(i, j int) bool { return h[i].enqueued > h[j].enqueued }
+func (h entryHeap[K]) Less(i, j int) bool { return cmpOldest(h[i], h[j]) > 0 }
 func (h entryHeap[K]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *entryHeap[K]) Push(x any)        { *h = append(*h, x.(*entry[K])) }
 func (h *entryHeap[K]) Pop() any {
