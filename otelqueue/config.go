@@ -64,6 +64,7 @@ type config struct {
 	workersSet     bool // WithWorkers was given
 	adaptive       *AdaptiveWorkers
 	clientTime     bool            // WithClientTime
+	changes        bool            // WithChangeDuration
 	standby        <-chan struct{} // WithStandby
 	errs           []error         // found by setDefaults, reported by validate
 }
@@ -198,4 +199,25 @@ func WithEnqueuerAsParent() Option {
 // attempt's context is an allocation already, which the account joins.
 func WithClientTime() Option {
 	return optionFunc(func(c *config) { c.clientTime = true })
+}
+
+// WithChangeDuration makes the queue record, for each change of a key, how
+// long after it the controller had acted on it: the histogram
+// workqueue.change.duration (MetricChangeDuration), from the add that
+// opened the change to the end of the first attempt that ended without a
+// rate-limited add of its key (no error, no Requeue), waits, backoffs and
+// failed attempts included, with that attempt's trace as exemplar. An add
+// opens a change unless it is a requeue's (AddAfter, RequeueAfter) or a
+// backoff's (AddRateLimited), or the key has one open; so a polling
+// controller's time between polls is no change's. This is the service
+// level indicator users state their objectives in ("a change is acted on
+// within 30 s"); docs/metrics.md has the burn-rate rules.
+//
+// It costs a histogram record per change closed, and the scheduler's
+// bookkeeping of changes (see scheduler.Observer); without it neither is
+// paid. A controller-runtime reconcile that ends in a TerminalError is not
+// requeued, so it closes its change: the change was acted on, if not
+// successfully.
+func WithChangeDuration() Option {
+	return optionFunc(func(c *config) { c.changes = true })
 }

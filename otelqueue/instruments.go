@@ -22,6 +22,10 @@ const (
 	// MetricWorkDuration: how long processing a key took.
 	// workqueue_work_duration_seconds.
 	MetricWorkDuration = "workqueue.work.duration"
+	// MetricChangeDuration: how long after a change of a key the controller
+	// had acted on it, retries and backoffs included (WithChangeDuration).
+	// workqueue_change_duration_seconds.
+	MetricChangeDuration = "workqueue.change.duration"
 	// MetricUnfinishedWork: seconds of work in progress and not yet observed
 	// by the work duration. workqueue_unfinished_work_seconds.
 	MetricUnfinishedWork = "workqueue.unfinished_work"
@@ -133,6 +137,8 @@ type instruments struct {
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
+	// changeDuration is nil without WithChangeDuration.
+	changeDuration metric.Float64Histogram
 
 	depth          metric.Int64ObservableUpDownCounter
 	adds           metric.Int64ObservableCounter
@@ -168,6 +174,7 @@ const (
 	helpAdds           = "Total number of adds handled by workqueue"
 	helpQueueDuration  = "How long in seconds an item stays in workqueue before being requested"
 	helpWorkDuration   = "How long in seconds processing an item from workqueue takes."
+	helpChangeDuration = "How long in seconds after a change of an item the controller had processed it without a failure, waits, backoffs and retries included."
 	helpUnfinished     = "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."
 	helpLongestRunning = "How many seconds has the longest running processor for workqueue been running."
 	helpRetries        = "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)"
@@ -191,6 +198,16 @@ func newInstruments(c *config) *instruments {
 	if err != nil {
 		handle(err)
 		in.queueDuration, _ = nm.Float64Histogram(MetricQueueDuration)
+	}
+	if c.changes {
+		in.changeDuration, err = m.Float64Histogram(MetricChangeDuration,
+			metric.WithUnit("s"),
+			metric.WithDescription(helpChangeDuration),
+			metric.WithExplicitBucketBoundaries(c.buckets...))
+		if err != nil {
+			handle(err)
+			in.changeDuration, _ = nm.Float64Histogram(MetricChangeDuration)
+		}
 	}
 	in.workDuration, err = m.Float64Histogram(MetricWorkDuration,
 		metric.WithUnit("s"),

@@ -43,10 +43,13 @@ type observer[K comparable] struct {
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
-	client        *clientInstruments
-	record        []metric.RecordOption // the queue's attributes, prepared once
-	b             *binding              // where an adaptive pool, if any, is found
-	standby       *standby              // WithStandby's state, nil without
+	// changeDuration is nil without WithChangeDuration: the scheduler
+	// then keeps no changes (ObservesChanges).
+	changeDuration metric.Float64Histogram
+	client         *clientInstruments
+	record         []metric.RecordOption // the queue's attributes, prepared once
+	b              *binding              // where an adaptive pool, if any, is found
+	standby        *standby              // WithStandby's state, nil without
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -54,16 +57,17 @@ type rootKey struct{}
 
 func newObserver[K comparable](c *config, in *instruments, b *binding, queue string, attrs attribute.Set) *observer[K] {
 	o := &observer[K]{
-		b:             b,
-		queue:         queue,
-		tracing:       c.tracing(),
-		clientTime:    c.clientTime,
-		parentMode:    c.parentMode,
-		rootName:      "process " + queue,
-		queueDuration: in.queueDuration,
-		workDuration:  in.workDuration,
-		client:        newClientInstruments(in),
-		record:        []metric.RecordOption{metric.WithAttributeSet(attrs)},
+		b:              b,
+		queue:          queue,
+		tracing:        c.tracing(),
+		clientTime:     c.clientTime,
+		parentMode:     c.parentMode,
+		rootName:       "process " + queue,
+		queueDuration:  in.queueDuration,
+		workDuration:   in.workDuration,
+		changeDuration: in.changeDuration,
+		client:         newClientInstruments(in),
+		record:         []metric.RecordOption{metric.WithAttributeSet(attrs)},
 	}
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version))
@@ -77,11 +81,29 @@ func newObserver[K comparable](c *config, in *instruments, b *binding, queue str
 // durations are recorded.
 func (o *observer[K]) NeedsWallClock() bool { return o.tracing }
 
-// The scheduler finds NeedsWallClock by this signature (see
-// scheduler.Observer).
+// ObservesChanges tells the scheduler whether to keep the queue's changes:
+// with WithChangeDuration.
+func (o *observer[K]) ObservesChanges() bool { return o.changeDuration != nil }
+
+// ChangeDone records a change closed by the attempt of ctx, with its span
+// context for the exemplar when the attempt is recorded.
+func (o *observer[K]) ChangeDone(ctx context.Context, _ K, changed, ended time.Time) {
+	if o.changeDuration == nil {
+		return
+	}
+	if a, _ := ctx.(*attemptContext); a == nil || a.root == nil {
+		ctx = context.Background() // no span of this queue's to point to
+	}
+	o.changeDuration.Record(ctx, ended.Sub(changed).Seconds(), o.record...)
+}
+
+// The scheduler finds NeedsWallClock, ObservesChanges and ChangeDone by
+// these signatures (see scheduler.Observer).
 var _ interface {
 	scheduler.Observer[string]
 	NeedsWallClock() bool
+	ObservesChanges() bool
+	ChangeDone(ctx context.Context, key string, changed, ended time.Time)
 } = (*observer[string])(nil)
 
 // Dequeued starts the attempt's trace and records the queue wait inside it.

@@ -159,6 +159,9 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 	if sc.IsValid() || kind == addRateLimited || requeues > 0 {
 		s.noteAddLocked(e, sc, kind, requeues)
 	}
+	if s.changes {
+		s.noteChangeLocked(e, kind, trigger, r.now)
+	}
 	s.mu.Unlock()
 	if signal {
 		s.cond.Signal()

@@ -133,7 +133,8 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
 	// processed does not make the work look shorter or longer.
 	started := p.o.item.DequeuedAt
 	ended := started.Add(time.Duration(now - p.started))
-	p.o.ended = ended // for the worker, if Dequeued still runs
+	changed := s.closedChange(p, started)
+	p.o.ended, p.o.changed = ended, changed // for the worker, if Dequeued still runs
 	if p.state.CompareAndSwap(procObserving, procDoneEarly) {
 		// Dequeued still runs (a Done from another goroutine than the
 		// worker's): the worker reports this Done (see observeLocked)
@@ -141,7 +142,7 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
 		return doneReport[K]{}
 	}
 	// procReady: Dequeued has returned.
-	r := doneReport[K]{obs: s.obs, ctx: p.ctx, started: started, ended: ended}
+	r := doneReport[K]{obs: s.obs, ctx: p.ctx, started: started, ended: ended, changed: changed}
 	s.freeProc(p)
 	return r
 }
@@ -149,14 +150,14 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
 // doneReport is the Observer.Done call that reports the end of a run, made
 // once the queue lock is released; a nil obs or ctx means none.
 type doneReport[K comparable] struct {
-	obs            Observer[K]
-	ctx            context.Context
-	started, ended time.Time
+	obs                     Observer[K]
+	ctx                     context.Context
+	started, ended, changed time.Time // changed: the change the run closed (zero: none)
 }
 
 // send makes the call, if any, for key. The queue lock must not be held.
 func (r *doneReport[K]) send(key K) {
 	if r.obs != nil && r.ctx != nil {
-		r.obs.Done(r.ctx, key, r.started, r.ended)
+		reportDone(r.obs, r.ctx, key, r.started, r.ended, r.changed)
 	}
 }

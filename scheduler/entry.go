@@ -44,7 +44,8 @@ type entry[K comparable] struct {
 	debounced  bool // readyAt was chosen by debouncing
 	bigPrio    bool // the priority is beyond int32: in extras.priority
 	reason     WaitReason
-	trigger    Trigger // of the add that set readyAt (see Trigger)
+	trigger    Trigger     // of the add that set readyAt (see Trigger)
+	change     changeState // the pending run's change, if any (see change.go)
 }
 
 // side holds what a key needs only at times.
@@ -65,7 +66,8 @@ type runExtras struct {
 	requeues    int
 	deadline    int64 // latest ready time debouncing may choose
 	hasDeadline bool
-	priority    int // the pending run's priority, when it is beyond int32 (entry.bigPrio)
+	priority    int   // the pending run's priority, when it is beyond int32 (entry.bigPrio)
+	changeAt    int64 // when the pending run's change opened, if not at enqueued (changeInExtras)
 }
 
 // priority returns the priority of e's pending run.

@@ -80,6 +80,25 @@ type fuzzObserver struct {
 	mu       sync.Mutex
 	dequeued []dequeuedCall[int]
 	done     []doneCall[int]
+	changes  []doneCall[int] // ChangeDone's: started is the change's time
+}
+
+// It asks for changes (see change.go).
+func (o *fuzzObserver) ObservesChanges() bool { return true }
+
+func (o *fuzzObserver) ChangeDone(ctx context.Context, key int, changed, ended time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes = append(o.changes, doneCall[int]{ctx: ctx, key: key, started: changed, ended: ended})
+}
+
+func (o *fuzzObserver) lastChange() (int, doneCall[int]) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := len(o.changes); n > 0 {
+		return n, o.changes[n-1]
+	}
+	return 0, doneCall[int]{}
 }
 
 func (o *fuzzObserver) Dequeued(ctx context.Context, it *Item[int]) context.Context {
@@ -122,10 +141,14 @@ type mEntry struct {
 	enqueued, readyAt int64 // ns since t0
 	reason            WaitReason
 	trigger           Trigger // of the add that set readyAt
-	prio              int     // the pending run's: the highest it was added with
-	coalesced         int
-	debounced         bool
-	deadline          int64
+	// The pending run's change (change.go): open, since changeAt; the run
+	// in flight's, and whether a rate-limited add marked it failed.
+	changeOpen, runChangeOpen, runFailed bool
+	changeAt, runChangeAt                int64
+	prio                                 int // the pending run's: the highest it was added with
+	coalesced                            int
+	debounced                            bool
+	deadline                             int64
 
 	origin   trace.SpanContext
 	links    []trace.SpanContext
@@ -144,6 +167,7 @@ func (e *mEntry) ready() bool { return e.pending && !e.processing && !e.delayed 
 func (e *mEntry) resetRun() {
 	e.origin, e.links, e.dropped, e.previous, e.requeues = trace.SpanContext{}, nil, 0, trace.SpanContext{}, 0
 	e.coalesced, e.debounced, e.deadline = 0, false, 0
+	e.changeOpen = false
 }
 
 // model is the reference: the documented semantics, kept naively.
@@ -158,6 +182,7 @@ type model struct {
 	keys                     [modelKeys]mEntry
 	failures                 [modelKeys]int
 	runs, dones              int
+	changes                  int   // changes closed
 	busy                     int64 // run time of the runs done, in a timed queue
 	limit                    int   // SetMaxInFlight; 0: none
 	log                      []string
@@ -411,6 +436,7 @@ func (r *modelRun) got(key int, it *Item[int], ctx context.Context) {
 	}
 	m.logf("  -> %d", key)
 	e.pending, e.processing, e.started = false, true, m.now
+	e.runChangeOpen, e.runChangeAt, e.runFailed = e.changeOpen, e.changeAt, false
 	e.resetRun()
 }
 
@@ -488,6 +514,19 @@ func (r *modelRun) done(k int) {
 		if last.key != k || last.ctx != e.runCtx || !last.started.Equal(t0.Add(time.Duration(e.started))) || !last.ended.Equal(t0.Add(time.Duration(m.now))) {
 			r.fatalf("Observer.Done(%d, t0+%v, t0+%v), want (%d, t0+%v, t0+%v) in the run's context",
 				last.key, last.started.Sub(t0), last.ended.Sub(t0), k, time.Duration(e.started), time.Duration(m.now))
+		}
+		// The run closes its change unless it failed.
+		if e.runChangeOpen && !e.runFailed {
+			m.changes++
+		}
+		n, c := r.obs.lastChange()
+		if n != m.changes {
+			r.fatalf("ChangeDone called %d times, the model closed %d changes (this run: open %v since t0+%v, failed %v)",
+				n, m.changes, e.runChangeOpen, time.Duration(e.runChangeAt), e.runFailed)
+		}
+		if e.runChangeOpen && !e.runFailed && (c.key != k || c.ctx != e.runCtx || !c.started.Equal(t0.Add(time.Duration(e.runChangeAt))) || !c.ended.Equal(t0.Add(time.Duration(m.now)))) {
+			r.fatalf("ChangeDone(%d, t0+%v, t0+%v), want (%d, t0+%v, t0+%v) in the run's context",
+				c.key, c.started.Sub(t0), c.ended.Sub(t0), k, time.Duration(e.runChangeAt), time.Duration(m.now))
 		}
 	}
 	if !e.pending {
@@ -598,6 +637,22 @@ func (m *model) addTrigger(k int, sc trace.SpanContext, delay time.Duration, kin
 	m.addSpan(e, sc)
 	if kind == addRateLimited && e.processing && e.runSpan.IsValid() {
 		e.previous = e.runSpan
+	}
+	if m.observed {
+		switch {
+		case kind == addRateLimited:
+			// A failure of the run in flight: its change goes on with the
+			// pending run, the earliest winning.
+			if e.processing {
+				e.runFailed = true
+				if e.runChangeOpen && (!e.changeOpen || e.runChangeAt < e.changeAt) {
+					e.changeOpen, e.changeAt = true, e.runChangeAt
+				}
+			}
+		case trigger == TriggerRequeueAfter || trigger == TriggerBackoff:
+		case !e.changeOpen:
+			e.changeOpen, e.changeAt = true, now
+		}
 	}
 	if requeues > 0 {
 		e.requeues = requeues

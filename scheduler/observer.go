@@ -23,6 +23,17 @@ import (
 // between them, as OpenTelemetry SDKs anchor the spans of one trace to one
 // clock reading.
 //
+// An Observer may also have the methods ObservesChanges() bool and
+// ChangeDone(ctx context.Context, key K, changed, ended time.Time). When
+// ObservesChanges, called at SetObserver, returns true, the scheduler keeps
+// each key's changes (an event's add opens one; the run that ends it with
+// no failure closes it; a failure hands it to the retry) and calls
+// ChangeDone, just before Done, for a run that closed one: changed is when
+// the change was opened, on the clock of the run's times; ended is Done's.
+// The time between is how long after a change the controller had acted on
+// it, retries and backoffs included (package otelqueue's
+// workqueue.change.duration).
+//
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
 // concurrent use and should be fast: they run once per item.
@@ -79,6 +90,7 @@ func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 	if w, ok := obs.(wallClockObserver); ok {
 		s.wallClock = w.NeedsWallClock()
 	}
+	s.changes = observesChanges(obs)
 }
 
 // Observer returns the Observer installed with SetObserver, or nil.
@@ -118,7 +130,7 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 	if !p.state.CompareAndSwap(procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
-		obs.Done(ctx, it.Key, itp.DequeuedAt, p.o.ended)
+		reportDone(obs, ctx, it.Key, itp.DequeuedAt, p.o.ended, p.o.changed)
 	}
 	return it
 }

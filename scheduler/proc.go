@@ -29,6 +29,10 @@ type proc[K comparable] struct {
 	// that started holds the run's start (the queue was timed then).
 	observed, timed bool
 	trigger         Trigger // of the run (Item.Trigger), for Inspect
+	// changeOpen says the run acts on a change opened at changeAt; failed
+	// that its key was added rate-limited while it ran (see change.go).
+	changeOpen, failed bool
+	changeAt           int64
 	// o is allocated with the first observed run of this proc and kept as
 	// it is recycled, so that a get allocates none; nil until then, so that
 	// a queue with no Observer keeps its runs small.
@@ -40,8 +44,9 @@ type procObs[K comparable] struct {
 	// item is the Item Dequeued is shown. It holds the dequeue's wall-clock
 	// time that Done's time is anchored to.
 	item Item[K]
-	// ended is the time of a Done in state procDoneEarly, for the worker.
-	ended time.Time
+	// ended is the time of a Done in state procDoneEarly, for the worker,
+	// changed that of the change it closed (zero: none).
+	ended, changed time.Time
 }
 
 // States of a proc with an Observer (see proc). Without one a proc stays in

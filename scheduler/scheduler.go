@@ -59,6 +59,7 @@ type Scheduler[K comparable] struct {
 	obs       Observer[K]
 	timed     bool
 	wallClock bool // obs wants times against a fresh wall-clock reading
+	changes   bool // obs asks for changes (see change.go)
 
 	shuttingDown bool
 	drain        bool
