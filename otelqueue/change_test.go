@@ -74,3 +74,22 @@ func TestChangeDurationOff(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeDurationStandby: a change a standby queue saw counts from when
+// the queue became active: its leader acted on it before.
+func TestChangeDurationStandby(t *testing.T) {
+	active := make(chan struct{})
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithChangeDuration(), otelqueue.WithStandby(active)}})
+	e.q.AddWithOptions(context.Background(), scheduler.AddOptions{Trigger: scheduler.TriggerUpdate}, "a")
+	e.step(time.Minute) // standby
+	close(active)
+	testutil.WaitFor(t, "the queue to become active", func() bool { return !e.inst.Standby() })
+	e.step(time.Second)
+	e.getKey(t, "a")
+	e.step(time.Second)
+	e.q.Done("a")
+	dp := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricChangeDuration).Data.(metricdata.Histogram[float64]).DataPoints
+	if len(dp) != 1 || dp[0].Count != 1 || dp[0].Sum != 2 {
+		t.Errorf("change duration %+v, want one change of 2 s (from the activation, not the minute standby)", dp)
+	}
+}

@@ -209,7 +209,9 @@ func WithClientTime() Option {
 // failed attempts included, with that attempt's trace as exemplar. An add
 // opens a change unless it is a requeue's (AddAfter, RequeueAfter) or a
 // backoff's (AddRateLimited), or the key has one open; so a polling
-// controller's time between polls is no change's. This is the service
+// controller's time between polls is no change's; on a standby queue
+// (WithStandby) a change counts from when the queue became active, as its
+// leader acted on it before. This is the service
 // level indicator users state their objectives in ("a change is acted on
 // within 30 s"); docs/metrics.md has the burn-rate rules.
 //

@@ -94,7 +94,12 @@ func (o *observer[K]) ChangeDone(ctx context.Context, _ K, changed, ended time.T
 	if a, _ := ctx.(*attemptContext); a == nil || a.root == nil {
 		ctx = context.Background() // no span of this queue's to point to
 	}
-	o.changeDuration.Record(ctx, ended.Sub(changed).Seconds(), o.record...)
+	// A change a standby queue saw was its leader's to act on: it counts
+	// from when this queue became active (WithStandby), as the queue wait.
+	if at, ok := o.standby.activeSince(); ok && changed.Before(at) {
+		changed = at
+	}
+	o.changeDuration.Record(ctx, max(0, ended.Sub(changed)).Seconds(), o.record...)
 }
 
 // The scheduler finds NeedsWallClock, ObservesChanges and ChangeDone by

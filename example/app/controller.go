@@ -86,7 +86,10 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
 	// WithClientTime: the attempts' time in the instrumented clientset
 	// (limiter, requests, Retry-After) for the summary's split.
-	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime())
+	// WithChangeDuration: how long after each change the controller had
+	// acted on it (workqueue_change_duration_seconds, the SLI of the
+	// rules' burn-rate alerts).
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime(), otelqueue.WithChangeDuration())
 	if err != nil {
 		return err
 	}

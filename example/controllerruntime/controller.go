@@ -95,10 +95,12 @@ func runManager(ctx context.Context, cfg config) error {
 	// For() enqueues with no trace context: the link source finds each
 	// attempt's writer in the object's annotation, in the manager's cache.
 	// WithClientTime: the attempts' time in the manager's instrumented
-	// client, for the summary's split.
+	// client, for the summary's split. WithChangeDuration: the SLI of the
+	// rules' burn-rate alerts.
 	qopts := []otelqueue.Option{
 		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})),
 		otelqueue.WithClientTime(),
+		otelqueue.WithChangeDuration(),
 	}
 	workers := cfg.Workers
 	if a := cfg.Adaptive; a.On() {
