@@ -125,7 +125,13 @@ const (
 	// AttrTrigger is why the attempt ran: what the add that set its ready
 	// time came from (scheduler.Trigger's String: an event, a requeue, a
 	// backoff retry), on the root and "reconcile" spans.
-	AttrTrigger      = attribute.Key("workqueue.trigger")
+	AttrTrigger = attribute.Key("workqueue.trigger")
+	// AttrNextTrigger and AttrNextDelay say, on the "reconcile" span of an
+	// attempt whose key runs again, for what (scheduler.Trigger's String:
+	// backoff after a failure, requeue_after, or the event added while it
+	// ran) and in how many seconds after its end (0: at once).
+	AttrNextTrigger  = attribute.Key("workqueue.next.trigger")
+	AttrNextDelay    = attribute.Key("workqueue.next.delay")
 	AttrDroppedLinks = attribute.Key("workqueue.links.dropped")
 	AttrLinkKind     = attribute.Key("workqueue.link")
 )

@@ -102,13 +102,26 @@ func (o *observer[K]) ChangeDone(ctx context.Context, _ K, changed, ended time.T
 	o.changeDuration.Record(ctx, max(0, ended.Sub(changed)).Seconds(), o.record...)
 }
 
-// The scheduler finds NeedsWallClock, ObservesChanges and ChangeDone by
-// these signatures (see scheduler.Observer).
+// NextRun puts on the attempt's "reconcile" span, when it is recorded, for
+// what and how soon after its end the key runs again.
+func (o *observer[K]) NextRun(ctx context.Context, _ K, ended, next time.Time, trigger scheduler.Trigger) {
+	if a, _ := ctx.(*attemptContext); a == nil || a.root == nil {
+		return // no span of this queue's
+	}
+	trace.SpanFromContext(ctx).SetAttributes(
+		AttrNextTrigger.String(trigger.String()),
+		AttrNextDelay.Float64(max(0, next.Sub(ended)).Seconds()),
+	)
+}
+
+// The scheduler finds NeedsWallClock, ObservesChanges, ChangeDone and
+// NextRun by these signatures (see scheduler.Observer).
 var _ interface {
 	scheduler.Observer[string]
 	NeedsWallClock() bool
 	ObservesChanges() bool
 	ChangeDone(ctx context.Context, key string, changed, ended time.Time)
+	NextRun(ctx context.Context, key string, ended, next time.Time, trigger scheduler.Trigger)
 } = (*observer[string])(nil)
 
 // Dequeued starts the attempt's trace and records the queue wait inside it.

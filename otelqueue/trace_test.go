@@ -652,3 +652,47 @@ func TestTraceTrigger(t *testing.T) {
 		t.Error("the queued span carries the trigger")
 	}
 }
+
+// TestTraceNextRun: an attempt whose key runs again says on its
+// "reconcile" span for what and how soon after its end: a backoff's delay
+// after a failure, a requeue's, an event added while it ran (at once); an
+// attempt whose key is done says nothing.
+func TestTraceNextRun(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, trigger string
+		during        func(q *scheduler.Scheduler[string])
+		delay         float64
+		none          bool
+	}{
+		{name: "failed", during: func(q *scheduler.Scheduler[string]) { q.AddRateLimited("a") }, trigger: "backoff", delay: 1},
+		{name: "requeued", during: func(q *scheduler.Scheduler[string]) { q.AddAfter("a", 30*time.Second) }, trigger: "requeue_after", delay: 30},
+		{name: "changed while it ran", during: func(q *scheduler.Scheduler[string]) {
+			q.AddWithOptions(ctx, scheduler.AddOptions{Trigger: scheduler.TriggerUpdate}, "a")
+		}, trigger: "update", delay: 0},
+		{name: "done", none: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envConfig{})
+			e.q.Add("a")
+			e.getKey(t, "a")
+			e.step(time.Second)
+			if tc.during != nil {
+				tc.during(e.q)
+			}
+			e.q.Done("a")
+			_, _, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
+			a := attrMap(reconcile.Attributes())
+			trigger, ok := a[otelqueue.AttrNextTrigger]
+			if tc.none {
+				if ok {
+					t.Errorf("next trigger %v on an attempt whose key is done", trigger)
+				}
+				return
+			}
+			if trigger.AsString() != tc.trigger || a[otelqueue.AttrNextDelay].AsFloat64() != tc.delay {
+				t.Errorf("next %q in %v s, want %q in %v s", trigger.AsString(), a[otelqueue.AttrNextDelay].AsFloat64(), tc.trigger, tc.delay)
+			}
+		})
+	}
+}

@@ -106,14 +106,3 @@ func (s *Scheduler[K]) closedChange(p *proc[K], started time.Time) time.Time {
 	}
 	return started.Add(time.Duration(p.changeAt - p.started))
 }
-
-// reportDone calls obs's ChangeDone for a change closed (changed not zero),
-// then its Done.
-func reportDone[K comparable](obs Observer[K], ctx context.Context, key K, started, ended, changed time.Time) {
-	if !changed.IsZero() {
-		if c, ok := obs.(changeObserver[K]); ok {
-			c.ChangeDone(ctx, key, changed, ended)
-		}
-	}
-	obs.Done(ctx, key, started, ended)
-}

@@ -63,7 +63,13 @@ func (s *Scheduler[K]) Done(key K) {
 	}
 	var report doneReport[K]
 	if p.observed {
-		report = s.observedDoneLocked(p, now)
+		var next nextRun
+		if e.pending {
+			// The key runs again: at once (a run added while this one
+			// ran) or after a delay (a requeue, a backoff).
+			next = nextRun{at: max(e.readyAt, now), trigger: e.trigger, ok: true}
+		}
+		report = s.observedDoneLocked(p, now, next)
 	} else {
 		s.freeProc(p)
 	}
@@ -126,7 +132,7 @@ func (s *Scheduler[K]) wakeDrainLocked() {
 // observedDoneLocked returns the Observer.Done call that reports the end, at
 // now, of p, a run an Observer saw, and recycles p. While the Observer's
 // Dequeued still runs it leaves both to the worker and returns no call.
-func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
+func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64, next nextRun) doneReport[K] {
 	// The times given to the Observer are anchored to the dequeue's: the
 	// end is the dequeue time plus the monotonic time since, so that Done
 	// reads no wall clock and a wall clock stepped while the key was
@@ -134,7 +140,12 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
 	started := p.o.item.DequeuedAt
 	ended := started.Add(time.Duration(now - p.started))
 	changed := s.closedChange(p, started)
-	p.o.ended, p.o.changed = ended, changed // for the worker, if Dequeued still runs
+	var nextAt time.Time
+	if next.ok {
+		nextAt = started.Add(time.Duration(next.at - p.started))
+	}
+	// For the worker, if Dequeued still runs.
+	p.o.ended, p.o.changed, p.o.next, p.o.nextTrigger = ended, changed, nextAt, next.trigger
 	if p.state.CompareAndSwap(procObserving, procDoneEarly) {
 		// Dequeued still runs (a Done from another goroutine than the
 		// worker's): the worker reports this Done (see observeLocked)
@@ -142,7 +153,7 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64) doneReport[K] {
 		return doneReport[K]{}
 	}
 	// procReady: Dequeued has returned.
-	r := doneReport[K]{obs: s.obs, ctx: p.ctx, started: started, ended: ended, changed: changed}
+	r := doneReport[K]{obs: s.obs, ctx: p.ctx, started: started, ended: ended, changed: changed, next: nextAt, nextTrigger: next.trigger}
 	s.freeProc(p)
 	return r
 }
@@ -153,11 +164,43 @@ type doneReport[K comparable] struct {
 	obs                     Observer[K]
 	ctx                     context.Context
 	started, ended, changed time.Time // changed: the change the run closed (zero: none)
+	next                    time.Time // when the key runs next (zero: not pending)
+	nextTrigger             Trigger
+}
+
+// nextRun is when, and for what, a key runs again after a run's Done: ok
+// when it is pending then.
+type nextRun struct {
+	at      int64
+	trigger Trigger
+	ok      bool
 }
 
 // send makes the call, if any, for key. The queue lock must not be held.
 func (r *doneReport[K]) send(key K) {
 	if r.obs != nil && r.ctx != nil {
-		reportDone(r.obs, r.ctx, key, r.started, r.ended, r.changed)
+		reportDone(r.obs, r.ctx, key, r.started, r.ended, r.changed, r.next, r.nextTrigger)
 	}
+}
+
+// nextRunObserver is an Observer with the optional NextRun method (see
+// Observer).
+type nextRunObserver[K comparable] interface {
+	NextRun(ctx context.Context, key K, ended, next time.Time, trigger Trigger)
+}
+
+// reportDone calls obs's NextRun when the key runs again (next not zero),
+// its ChangeDone for a change closed (changed not zero), then its Done.
+func reportDone[K comparable](obs Observer[K], ctx context.Context, key K, started, ended, changed, next time.Time, nextTrigger Trigger) {
+	if !next.IsZero() {
+		if n, ok := obs.(nextRunObserver[K]); ok {
+			n.NextRun(ctx, key, ended, next, nextTrigger)
+		}
+	}
+	if !changed.IsZero() {
+		if c, ok := obs.(changeObserver[K]); ok {
+			c.ChangeDone(ctx, key, changed, ended)
+		}
+	}
+	obs.Done(ctx, key, started, ended)
 }

@@ -34,6 +34,13 @@ import (
 // it, retries and backoffs included (package otelqueue's
 // workqueue.change.duration).
 //
+// An Observer may also have the method NextRun(ctx context.Context, key K,
+// ended, next time.Time, trigger Trigger): for a run whose key is pending
+// when it ends (a requeue, a backoff, an add while it ran), the scheduler
+// calls it first, with when the key runs next (ended itself when it is
+// ready at once) and for what (package otelqueue puts them on the
+// attempt's "reconcile" span).
+//
 // The scheduler calls the methods outside its lock, in the goroutine of the
 // worker that called Get, GetContext or Done. They must be safe for
 // concurrent use and should be fast: they run once per item.
@@ -130,7 +137,7 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 	if !p.state.CompareAndSwap(procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
-		reportDone(obs, ctx, it.Key, itp.DequeuedAt, p.o.ended, p.o.changed)
+		reportDone(obs, ctx, it.Key, itp.DequeuedAt, p.o.ended, p.o.changed, p.o.next, p.o.nextTrigger)
 	}
 	return it
 }

@@ -45,8 +45,10 @@ type procObs[K comparable] struct {
 	// time that Done's time is anchored to.
 	item Item[K]
 	// ended is the time of a Done in state procDoneEarly, for the worker,
-	// changed that of the change it closed (zero: none).
-	ended, changed time.Time
+	// changed that of the change it closed (zero: none), next and
+	// nextTrigger when and for what the key runs next (zero: not pending).
+	ended, changed, next time.Time
+	nextTrigger          Trigger
 }
 
 // States of a proc with an Observer (see proc). Without one a proc stays in
