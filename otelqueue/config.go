@@ -65,6 +65,8 @@ type config struct {
 	adaptive       *AdaptiveWorkers
 	clientTime     bool            // WithClientTime
 	changes        bool            // WithChangeDuration
+	waitByPriority bool            // WithWaitByPriority
+	lateness       bool            // WithLateness
 	standby        <-chan struct{} // WithStandby
 	errs           []error         // found by setDefaults, reported by validate
 }
@@ -222,4 +224,31 @@ func WithClientTime() Option {
 // successfully.
 func WithChangeDuration() Option {
 	return optionFunc(func(c *config) { c.changes = true })
+}
+
+// WithWaitByPriority makes the queue also record its queue wait by the
+// priority of each key's run (scheduler.AddOptions.Priority, as
+// controller-runtime's priority queue gives it): the histogram
+// workqueue.queue.duration.by_priority (MetricQueueDurationByPriority)
+// with AttrPriority, so that the wait of real changes (priority 0) can be
+// told from that of the informer's initial list and resyncs
+// (handler.LowPriority, -100). Like the depth, it keeps at most
+// MaxPriorities priorities per queue, the rest under PriorityOverflow.
+// workqueue.queue.duration stays as controller-runtime serves it, without
+// the priority. It costs a second histogram record per attempt.
+func WithWaitByPriority() Option {
+	return optionFunc(func(c *config) { c.waitByPriority = true })
+}
+
+// WithLateness makes the queue record how late a key that waited for a
+// time ran: from the time it was due (the end of its AddAfter or
+// RequeueAfter delay, of its rate limiter's backoff, of its debounce
+// window) to a worker taking it, the histogram workqueue.lateness
+// (MetricLateness) with AttrWaitReason (delayed, rate_limited or
+// debounced). A polling controller whose polls run late, or a backoff
+// that ends in a queue too busy to take the retry, shows there; the
+// queue wait mixes these waits with those of keys ready at once. It costs
+// a second histogram record per attempt that waited for a time.
+func WithLateness() Option {
+	return optionFunc(func(c *config) { c.lateness = true })
 }

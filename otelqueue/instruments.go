@@ -22,6 +22,12 @@ const (
 	// MetricWorkDuration: how long processing a key took.
 	// workqueue_work_duration_seconds.
 	MetricWorkDuration = "workqueue.work.duration"
+	// MetricQueueDurationByPriority: the queue wait by AttrPriority
+	// (WithWaitByPriority). workqueue_queue_duration_by_priority_seconds.
+	MetricQueueDurationByPriority = "workqueue.queue.duration.by_priority"
+	// MetricLateness: how late a key that waited for a time ran after it,
+	// by AttrWaitReason (WithLateness). workqueue_lateness_seconds.
+	MetricLateness = "workqueue.lateness"
 	// MetricChangeDuration: how long after a change of a key the controller
 	// had acted on it, retries and backoffs included (WithChangeDuration).
 	// workqueue_change_duration_seconds.
@@ -143,8 +149,11 @@ type instruments struct {
 
 	queueDuration metric.Float64Histogram
 	workDuration  metric.Float64Histogram
-	// changeDuration is nil without WithChangeDuration.
-	changeDuration metric.Float64Histogram
+	// changeDuration is nil without WithChangeDuration,
+	// queueDurationByPriority without WithWaitByPriority.
+	changeDuration          metric.Float64Histogram
+	queueDurationByPriority metric.Float64Histogram
+	lateness                metric.Float64Histogram // nil without WithLateness
 
 	depth          metric.Int64ObservableUpDownCounter
 	adds           metric.Int64ObservableCounter
@@ -176,14 +185,16 @@ type instruments struct {
 // "key", and the retries one says "non-zero delay" where otelqueue, like
 // client-go, counts every AddAfter and AddRateLimited.)
 const (
-	helpDepth          = "Current depth of workqueue by workqueue and priority"
-	helpAdds           = "Total number of adds handled by workqueue"
-	helpQueueDuration  = "How long in seconds an item stays in workqueue before being requested"
-	helpWorkDuration   = "How long in seconds processing an item from workqueue takes."
-	helpChangeDuration = "How long in seconds after a change of an item the controller had processed it without a failure, waits, backoffs and retries included."
-	helpUnfinished     = "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."
-	helpLongestRunning = "How many seconds has the longest running processor for workqueue been running."
-	helpRetries        = "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)"
+	helpDepth                   = "Current depth of workqueue by workqueue and priority"
+	helpAdds                    = "Total number of adds handled by workqueue"
+	helpQueueDuration           = "How long in seconds an item stays in workqueue before being requested"
+	helpWorkDuration            = "How long in seconds processing an item from workqueue takes."
+	helpQueueDurationByPriority = "How long in seconds an item stays in workqueue before being requested, by the priority it was added with."
+	helpLateness                = "How long in seconds after the end of its delay, backoff or debounce window an item was requested, by wait reason."
+	helpChangeDuration          = "How long in seconds after a change of an item the controller had processed it without a failure, waits, backoffs and retries included."
+	helpUnfinished              = "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases."
+	helpLongestRunning          = "How many seconds has the longest running processor for workqueue been running."
+	helpRetries                 = "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)"
 )
 
 func newInstruments(c *config) *instruments {
@@ -204,6 +215,26 @@ func newInstruments(c *config) *instruments {
 	if err != nil {
 		handle(err)
 		in.queueDuration, _ = nm.Float64Histogram(MetricQueueDuration)
+	}
+	if c.waitByPriority {
+		in.queueDurationByPriority, err = m.Float64Histogram(MetricQueueDurationByPriority,
+			metric.WithUnit("s"),
+			metric.WithDescription(helpQueueDurationByPriority),
+			metric.WithExplicitBucketBoundaries(c.buckets...))
+		if err != nil {
+			handle(err)
+			in.queueDurationByPriority, _ = nm.Float64Histogram(MetricQueueDurationByPriority)
+		}
+	}
+	if c.lateness {
+		in.lateness, err = m.Float64Histogram(MetricLateness,
+			metric.WithUnit("s"),
+			metric.WithDescription(helpLateness),
+			metric.WithExplicitBucketBoundaries(c.buckets...))
+		if err != nil {
+			handle(err)
+			in.lateness, _ = nm.Float64Histogram(MetricLateness)
+		}
 	}
 	if c.changes {
 		in.changeDuration, err = m.Float64Histogram(MetricChangeDuration,

@@ -48,8 +48,15 @@ type observer[K comparable] struct {
 	changeDuration metric.Float64Histogram
 	client         *clientInstruments
 	record         []metric.RecordOption // the queue's attributes, prepared once
-	b              *binding              // where an adaptive pool, if any, is found
-	standby        *standby              // WithStandby's state, nil without
+	// waitByPriority is the queue wait by priority's instrument and
+	// attributes, nil without WithWaitByPriority.
+	waitByPriority *waitByPriority
+	// lateness is nil without WithLateness; lateRecord its record
+	// options by the scheduler.WaitReason of a delayed run.
+	lateness   metric.Float64Histogram
+	lateRecord [scheduler.WaitHeld + 1][]metric.RecordOption
+	b          *binding // where an adaptive pool, if any, is found
+	standby    *standby // WithStandby's state, nil without
 }
 
 // rootKey is the context key of the root span of an attempt, which Done ends.
@@ -68,6 +75,15 @@ func newObserver[K comparable](c *config, in *instruments, b *binding, queue str
 		changeDuration: in.changeDuration,
 		client:         newClientInstruments(in),
 		record:         []metric.RecordOption{metric.WithAttributeSet(attrs)},
+	}
+	if in.lateness != nil {
+		o.lateness = in.lateness
+		for _, r := range []scheduler.WaitReason{scheduler.WaitDelayed, scheduler.WaitRateLimited, scheduler.WaitDebounced} {
+			o.lateRecord[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs.ToSlice(), AttrWaitReason.String(r.String()))...))}
+		}
+	}
+	if in.queueDurationByPriority != nil {
+		o.waitByPriority = newWaitByPriority(in.queueDurationByPriority, attrs)
 	}
 	if o.tracing {
 		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version))
@@ -142,7 +158,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	if !o.tracing {
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
-		o.queueDuration.Record(context.Background(), wait, o.record...)
+		o.recordWait(context.Background(), wait, it)
 		if !work {
 			return ctx
 		}
@@ -181,7 +197,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// The sampler dropped the attempt: its trace is never exported, so
 		// its durations are recorded with no span context (an exemplar
 		// linking to it would lead nowhere, whatever the exemplar filter).
-		o.queueDuration.Record(context.Background(), wait, o.record...)
+		o.recordWait(context.Background(), wait, it)
 		if !work {
 			return rootCtx
 		}
@@ -213,12 +229,25 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	if standbyPart > 0 {
 		queued.AddEvent(EventActive, trace.WithTimestamp(activeAt))
 	}
-	o.queueDuration.Record(queuedCtx, wait, o.record...)
+	o.recordWait(queuedCtx, wait, it)
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(ident...)
 	return &attemptContext{Context: reconcileCtx, root: root, clientTime: work}
+}
+
+// recordWait records the queue wait of it: in the queue-wait histogram,
+// by priority with WithWaitByPriority, and as lateness with WithLateness
+// when it waited for a time.
+func (o *observer[K]) recordWait(ctx context.Context, wait float64, it *scheduler.Item[K]) {
+	o.queueDuration.Record(ctx, wait, o.record...)
+	if w := o.waitByPriority; w != nil {
+		w.hist.Record(ctx, wait, w.options(it.Priority)...)
+	}
+	if o.lateness != nil && int(it.Reason) < len(o.lateRecord) && o.lateRecord[it.Reason] != nil {
+		o.lateness.Record(ctx, wait, o.lateRecord[it.Reason]...)
+	}
 }
 
 // spanKindConsumer is the root's span kind option, made once: each

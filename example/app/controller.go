@@ -89,7 +89,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	// WithChangeDuration: how long after each change the controller had
 	// acted on it (workqueue_change_duration_seconds, the SLI of the
 	// rules' burn-rate alerts).
-	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime(), otelqueue.WithChangeDuration())
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime(), otelqueue.WithChangeDuration(), otelqueue.WithLateness())
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,9 @@ func runManager(ctx context.Context, cfg config) error {
 		otelqueue.WithLinkSource(controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})),
 		otelqueue.WithClientTime(),
 		otelqueue.WithChangeDuration(),
+		// The initial list and resyncs at low priority, real changes at 0.
+		otelqueue.WithWaitByPriority(),
+		otelqueue.WithLateness(),
 	}
 	workers := cfg.Workers
 	if a := cfg.Adaptive; a.On() {
