@@ -48,6 +48,9 @@ func (s *Scheduler[K]) AddRateLimitedContext(ctx context.Context, key K) {
 // context sc (zero: none).
 func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
 	if s.ShuttingDown() {
+		s.mu.Lock()
+		s.failRunningLocked(key)
+		s.mu.Unlock()
 		return
 	}
 	d := s.rl.When(key)
@@ -91,6 +94,11 @@ func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys
 		trigger := opts.Trigger
 		if opts.RateLimited {
 			if s.ShuttingDown() {
+				s.mu.Lock()
+				for _, k := range keys {
+					s.failRunningLocked(k)
+				}
+				s.mu.Unlock()
 				return
 			}
 			// After zero means none; a negative After is shorter than
@@ -134,6 +142,9 @@ func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration,
 func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, requeues, priority int) {
 	s.mu.Lock()
 	if s.shuttingDown {
+		if kind == addRateLimited {
+			s.failRunningLocked(key)
+		}
 		s.mu.Unlock()
 		return
 	}

@@ -18,9 +18,11 @@ import (
 // own: a polling controller's time between polls is no change's.
 //
 // The scheduler keeps changes only for an Observer that asks for them with
-// the optional methods of changeObserver, and then costs a few fields of a
-// key's entry and run; it reports each closed change with ChangeDone, just
-// before the Observer's Done of the run that closed it.
+// the optional methods of changeObserver. A change costs a byte of the
+// key's entry, and 8 bytes of its run's extras when it opened after the
+// run's first add or was handed on by a failure. The scheduler reports
+// each closed change with ChangeDone, just before the Observer's Done of
+// the run that closed it.
 
 // changeObserver is an Observer with the optional methods that ask for
 // changes (see Observer): ObservesChanges, read at SetObserver, says
@@ -85,6 +87,20 @@ func (s *Scheduler[K]) noteChangeLocked(e *entry[K], kind addKind, trigger Trigg
 		return
 	}
 	e.openChange(now)
+}
+
+// failRunningLocked marks key's run in flight failed: a rate-limited add
+// the queue drops because it shuts down still says the run failed, so that
+// its change is not reported closed.
+func (s *Scheduler[K]) failRunningLocked(key K) {
+	if !s.changes {
+		return
+	}
+	if e, ok := s.entries[key]; ok {
+		if p := e.running(); p != nil {
+			p.failed = true
+		}
+	}
 }
 
 // takeChange moves e's open change, if any, to its run p, which starts

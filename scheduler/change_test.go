@@ -190,3 +190,23 @@ func TestChangeDoneWhileDequeuedRuns(t *testing.T) {
 		t.Errorf("calls %q, want %q", calls, want)
 	}
 }
+
+// TestChangeFailedAtShutDown: a run whose rate-limited add the queue drops
+// because it shuts down still failed: its change is not reported closed.
+func TestChangeFailedAtShutDown(t *testing.T) {
+	s, fc := newFake(t, named())
+	obs := &changeObs{recObserver: newRecObserver[string](), on: true}
+	s.SetObserver(obs)
+	s.AddWithOptions(context.Background(), AddOptions{Trigger: TriggerUpdate}, "a", "b")
+	mustGetKey(t, s, "a")
+	mustGetKey(t, s, "b")
+	fc.Step(time.Second)
+	s.ShutDown()
+	s.AddRateLimited("a")
+	s.AddWithOptions(context.Background(), AddOptions{RateLimited: true}, "b")
+	s.Done("a")
+	s.Done("b")
+	if got, want := obs.take(), []string{"done a", "done b"}; !slices.Equal(got, want) {
+		t.Errorf("calls %q, want %q: failed runs close no change", got, want)
+	}
+}

@@ -548,6 +548,10 @@ func (r *modelRun) done(k int) {
 
 func (m *model) addRateLimited(k int, sc trace.SpanContext) {
 	if m.shutdown {
+		// Dropped, but the run in flight failed all the same.
+		if m.observed && m.keys[k].processing {
+			m.keys[k].runFailed = true
+		}
 		return
 	}
 	exp := m.failures[k]
