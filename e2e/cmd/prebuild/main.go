@@ -1,8 +1,8 @@
 // Command prebuild builds every binary that make test runs, into the e2e
 // module's binary cache (e2e/.bin, or $OTELQUEUE_E2E_BIN_DIR), in the order
-// make test needs them: promtool and Prometheus (make rules), etcd and
-// kube-apiserver (make test-apiserver), the collector and Jaeger (make
-// e2e). It builds what is not cached and prints each binary's path.
+// make test needs them: promtool (make rules), etcd and kube-apiserver
+// (make test-apiserver), Prometheus, the collector and Jaeger (make e2e).
+// It builds what is not cached and prints each binary's path.
 //
 // make test starts it in the background at the lowest CPU priority (nice
 // 19), so that the builds take the cores the tests leave idle: the tests on
@@ -52,7 +52,9 @@ func run(ctx context.Context) error {
 	jaeger, collector := e2e.Tools(moduleDir)
 	// One at a time: each build uses every core it is given, and Jaeger's
 	// alone peaks at about 2.3 GB.
-	tools := []e2e.Tool{promtool, prometheus, etcd, apiserver, collector, jaeger}
+	// kube-apiserver, the longest build, comes before Prometheus: make
+	// test-apiserver, which waits for it, starts long before make e2e.
+	tools := []e2e.Tool{promtool, etcd, apiserver, prometheus, collector, jaeger}
 	if os.Getenv("KUBEBUILDER_ASSETS") != "" { // the control plane's binaries are given
 		tools = []e2e.Tool{promtool, prometheus, collector, jaeger}
 	}
