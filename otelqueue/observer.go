@@ -144,7 +144,12 @@ var _ interface {
 func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) context.Context {
 	// The wait for a worker: from the key's ready time, or from when a
 	// standby queue became active if later (WithStandby).
-	d, standbyPart, activeAt := o.standby.wait(it.ReadyAt, it.DequeuedAt)
+	d := it.DequeuedAt.Sub(it.ReadyAt)
+	var standbyPart time.Duration
+	var activeAt time.Time
+	if o.standby != nil {
+		d, standbyPart, activeAt = o.standby.wait(it.ReadyAt, it.DequeuedAt)
+	}
 	p := o.b.pool.Load()
 	if p != nil {
 		p.sig.dequeued(d)

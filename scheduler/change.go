@@ -112,13 +112,3 @@ func takeChange[K comparable](e *entry[K], p *proc[K]) {
 	}
 	e.change = changeNone
 }
-
-// closedChange returns when the change p's run closes was opened, on the
-// clock of started (the run's start, at p.started), or the zero time when
-// it closes none.
-func (s *Scheduler[K]) closedChange(p *proc[K], started time.Time) time.Time {
-	if !s.changes || !p.changeOpen || p.failed {
-		return time.Time{}
-	}
-	return started.Add(time.Duration(p.changeAt - p.started))
-}

@@ -61,18 +61,23 @@ func (s *Scheduler[K]) Done(key K) {
 	if s.maxInFlight > 0 && s.ready.eligibleLen() > 0 {
 		signal = true // a worker held back by the limit may go on
 	}
-	var report doneReport[K]
-	if p.observed {
-		var next nextRun
-		if e.pending {
-			// The key runs again: at once (a run added while this one
-			// ran) or after a delay (a requeue, a backoff).
-			next = nextRun{at: max(e.readyAt, now), trigger: e.trigger, ok: true}
-		}
-		report = s.observedDoneLocked(p, now, next)
-	} else {
+	if !p.observed {
+		// No Observer saw the run: nothing to report, and no report to
+		// make (its zero value alone costs a Done a few per cent).
 		s.freeProc(p)
+		s.mu.Unlock()
+		if signal {
+			s.cond.Signal()
+		}
+		return
 	}
+	var next nextRun
+	if e.pending {
+		// The key runs again: at once (a run added while this one ran) or
+		// after a delay (a requeue, a backoff).
+		next = nextRun{at: max(e.readyAt, now), trigger: e.trigger, ok: true}
+	}
+	report := s.observedDoneLocked(p, now, next)
 	s.mu.Unlock()
 	if signal {
 		s.cond.Signal()
@@ -130,22 +135,23 @@ func (s *Scheduler[K]) wakeDrainLocked() {
 }
 
 // observedDoneLocked returns the Observer.Done call that reports the end, at
-// now, of p, a run an Observer saw, and recycles p. While the Observer's
-// Dequeued still runs it leaves both to the worker and returns no call.
+// now, of p, a run an Observer saw, with the change it closed and the key's
+// next run, and recycles p. While the Observer's Dequeued still runs it
+// leaves both to the worker and returns no call.
 func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64, next nextRun) doneReport[K] {
 	// The times given to the Observer are anchored to the dequeue's: the
 	// end is the dequeue time plus the monotonic time since, so that Done
 	// reads no wall clock and a wall clock stepped while the key was
-	// processed does not make the work look shorter or longer.
-	started := p.o.item.DequeuedAt
-	ended := started.Add(time.Duration(now - p.started))
-	changed := s.closedChange(p, started)
-	var nextAt time.Time
-	if next.ok {
-		nextAt = started.Add(time.Duration(next.at - p.started))
+	// processed does not make the work look shorter or longer. The report
+	// keeps them as offsets from it until it is sent.
+	r := doneReport[K]{endNs: now - p.started}
+	if s.changes && p.changeOpen && !p.failed {
+		r.changeNs, r.hasChange = p.changeAt-p.started, true
 	}
-	// For the worker, if Dequeued still runs.
-	p.o.ended, p.o.changed, p.o.next, p.o.nextTrigger = ended, changed, nextAt, next.trigger
+	if next.ok {
+		r.nextNs, r.hasNext, r.nextTrigger = next.at-p.started, true, next.trigger
+	}
+	p.o.done = r // for the worker, if Dequeued still runs
 	if p.state.CompareAndSwap(procObserving, procDoneEarly) {
 		// Dequeued still runs (a Done from another goroutine than the
 		// worker's): the worker reports this Done (see observeLocked)
@@ -153,18 +159,23 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64, next nextRun) d
 		return doneReport[K]{}
 	}
 	// procReady: Dequeued has returned.
-	r := doneReport[K]{obs: s.obs, ctx: p.ctx, started: started, ended: ended, changed: changed, next: nextAt, nextTrigger: next.trigger}
+	r.obs, r.ctx, r.started = s.obs, p.ctx, p.o.item.DequeuedAt
 	s.freeProc(p)
 	return r
 }
 
-// doneReport is the Observer.Done call that reports the end of a run, made
-// once the queue lock is released; a nil obs or ctx means none.
+// doneReport is the Observer calls that report the end of a run, made once
+// the queue lock is released; a nil obs or ctx means none. The times are
+// offsets from started, the run's start (Item.DequeuedAt).
 type doneReport[K comparable] struct {
-	obs                     Observer[K]
-	ctx                     context.Context
-	started, ended, changed time.Time // changed: the change the run closed (zero: none)
-	next                    time.Time // when the key runs next (zero: not pending)
+	obs     Observer[K]
+	ctx     context.Context
+	started time.Time
+	// endNs is the run's end; changeNs when the change it closed opened
+	// (hasChange); nextNs when the key runs next, for nextTrigger
+	// (hasNext).
+	endNs, changeNs, nextNs int64
+	hasChange, hasNext      bool
 	nextTrigger             Trigger
 }
 
@@ -176,31 +187,29 @@ type nextRun struct {
 	ok      bool
 }
 
-// send makes the call, if any, for key. The queue lock must not be held.
-func (r *doneReport[K]) send(key K) {
-	if r.obs != nil && r.ctx != nil {
-		reportDone(r.obs, r.ctx, key, r.started, r.ended, r.changed, r.next, r.nextTrigger)
-	}
-}
-
 // nextRunObserver is an Observer with the optional NextRun method (see
 // Observer).
 type nextRunObserver[K comparable] interface {
 	NextRun(ctx context.Context, key K, ended, next time.Time, trigger Trigger)
 }
 
-// reportDone calls obs's NextRun when the key runs again (next not zero),
-// its ChangeDone for a change closed (changed not zero), then its Done.
-func reportDone[K comparable](obs Observer[K], ctx context.Context, key K, started, ended, changed, next time.Time, nextTrigger Trigger) {
-	if !next.IsZero() {
-		if n, ok := obs.(nextRunObserver[K]); ok {
-			n.NextRun(ctx, key, ended, next, nextTrigger)
+// send makes the calls, if any, for key: the Observer's NextRun when the
+// key runs again, its ChangeDone for a change closed, then its Done. The
+// queue lock must not be held.
+func (r *doneReport[K]) send(key K) {
+	if r.obs == nil || r.ctx == nil {
+		return
+	}
+	ended := r.started.Add(time.Duration(r.endNs))
+	if r.hasNext {
+		if n, ok := r.obs.(nextRunObserver[K]); ok {
+			n.NextRun(r.ctx, key, ended, r.started.Add(time.Duration(r.nextNs)), r.nextTrigger)
 		}
 	}
-	if !changed.IsZero() {
-		if c, ok := obs.(changeObserver[K]); ok {
-			c.ChangeDone(ctx, key, changed, ended)
+	if r.hasChange {
+		if c, ok := r.obs.(changeObserver[K]); ok {
+			c.ChangeDone(r.ctx, key, r.started.Add(time.Duration(r.changeNs)), ended)
 		}
 	}
-	obs.Done(ctx, key, started, ended)
+	r.obs.Done(r.ctx, key, r.started, ended)
 }

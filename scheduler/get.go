@@ -67,7 +67,11 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 
 	p := s.newProc()
 	p.timed, p.trigger = s.timed, e.trigger
-	takeChange(e, p)
+	if s.changes {
+		takeChange(e, p)
+	} else {
+		p.changeOpen = false
+	}
 	var wall time.Time // the clock's time at the dequeue, when an Observer needs it
 	obs := s.obs
 	if obs != nil && s.wallClock {

@@ -137,7 +137,9 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 	if !p.state.CompareAndSwap(procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
-		reportDone(obs, ctx, it.Key, itp.DequeuedAt, p.o.ended, p.o.changed, p.o.next, p.o.nextTrigger)
+		r := p.o.done
+		r.obs, r.ctx, r.started = obs, ctx, itp.DequeuedAt
+		r.send(it.Key)
 	}
 	return it
 }

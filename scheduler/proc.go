@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"sync/atomic"
-	"time"
 )
 
 // proc is the state of a run in flight. The in-flight runs form a list
@@ -44,11 +43,9 @@ type procObs[K comparable] struct {
 	// item is the Item Dequeued is shown. It holds the dequeue's wall-clock
 	// time that Done's time is anchored to.
 	item Item[K]
-	// ended is the time of a Done in state procDoneEarly, for the worker,
-	// changed that of the change it closed (zero: none), next and
-	// nextTrigger when and for what the key runs next (zero: not pending).
-	ended, changed, next time.Time
-	nextTrigger          Trigger
+	// done is the report of a Done in state procDoneEarly, for the worker
+	// to complete and send.
+	done doneReport[K]
 }
 
 // States of a proc with an Observer (see proc). Without one a proc stays in
