@@ -22,7 +22,8 @@ type Figures struct {
 	Client                            bool
 	RetryAfterShare, RateLimiterShare float64
 	// ErrorRetries is the share of the adds that were retries through the
-	// rate limiter's backoff; AddsKnown says whether any key became pending.
+	// rate limiter's backoff; AddsKnown says whether enough keys became
+	// pending to read it (MinReconciles).
 	ErrorRetries float64
 	AddsKnown    bool
 	// Workers is the configured worker count (0: unknown), LittlesLaw the

@@ -104,9 +104,11 @@ func (w Window) MeanWork() time.Duration {
 func (w Window) LittlesLaw() int { return LittlesLaw(w.Arrivals(), w.MeanWork()) }
 
 // ErrorRetries returns the share of the adds that were retries through the
-// rate limiter's backoff, and false when no key became pending.
+// rate limiter's backoff, and false when fewer than MinReconciles keys
+// became pending: the share of one or two adds says nothing of the queue
+// (one retry in a second of a restarting API server is no errors class).
 func (w Window) ErrorRetries() (float64, bool) {
-	if w.Adds == 0 {
+	if w.Adds < MinReconciles {
 		return 0, false
 	}
 	backoff := w.Retries - min(w.DelayedAdds, w.Retries)

@@ -69,6 +69,19 @@ func TestPollingIsNoError(t *testing.T) {
 	if _, ok := (Window{}).ErrorRetries(); ok {
 		t.Error("no adds: ErrorRetries known")
 	}
+	// One add, a retry through the backoff (a reconcile failing once while
+	// the API server restarts): too few adds for a class.
+	one := Window{Duration: time.Second, Workers: 4, Adds: 1, Retries: 1, Busy: time.Second, Reconciles: 1}
+	if _, ok := one.ErrorRetries(); ok {
+		t.Error("one add: ErrorRetries known")
+	}
+	if v := one.Classify(); v.Class == Errors {
+		t.Errorf("one failed add: %v, want no errors class", v)
+	}
+	one.Adds, one.Retries = MinReconciles, MinReconciles
+	if v := one.Classify(); v.Class != Errors {
+		t.Errorf("%d failed adds: %v, want errors", MinReconciles, v)
+	}
 }
 
 // TestCPUClass checks the CPU class against a process that uses the cores
