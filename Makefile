@@ -72,8 +72,8 @@ TEST_STAGES := deps vet rules unit test-apiserver e2e
 # tests on a real control plane leave idle (they mostly wait on servers),
 # and make test waits for them before make e2e, whose last test wants the
 # machine alone. Not earlier: beside make unit, whose race-instrumented
-# builds take both cores, they made it 1413 s in a cold run, against 923 s
-# in one that ran them before it (docs/testing.md#how-long). Their output goes to
+# builds take both cores, they made it far longer (docs/testing.md#how-long
+# has the runs). Their output goes to
 # e2e/.results/checks.log, printed when they end; one that fails fails make
 # test.
 TEST_CHECKS := lint consumer fuzz

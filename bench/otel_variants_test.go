@@ -174,24 +174,7 @@ func startSDKFloor(_ testing.TB, name string) (func(string) string, func()) {
 // durations in its ManualReader.
 func checkOTelHistograms(t *testing.T, name string, ops int) {
 	t.Helper()
-	r := readers[name]
-	if r == nil {
-		t.Fatalf("no ManualReader for %q", name)
-	}
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
-				for _, dp := range h.DataPoints {
-					counts[m.Name] += dp.Count
-				}
-			}
-		}
-	}
+	counts := histogramCounts(t, name)
 	for _, m := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
 		if counts[m] < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops: the instrumentation is not attached", name, m, counts[m], ops)
@@ -212,3 +195,28 @@ func checkSampledSpans(t *testing.T, name string, ops int) {
 
 // timeNow is time.Now, as the scheduler reads it for an Observer.
 var timeNow = time.Now
+
+// histogramCounts collects the ManualReader of the variant named name and
+// returns the count of each of its (explicit-bucket) histograms.
+func histogramCounts(t *testing.T, name string) map[string]uint64 {
+	t.Helper()
+	r := readers[name]
+	if r == nil {
+		t.Fatalf("no ManualReader for %q", name)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
+				for _, dp := range h.DataPoints {
+					counts[m.Name] += dp.Count
+				}
+			}
+		}
+	}
+	return counts
+}

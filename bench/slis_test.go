@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -29,20 +27,7 @@ func init() {
 func checkSLIs(t *testing.T, name string, ops int) {
 	t.Helper()
 	checkOTelHistograms(t, name, ops)
-	var rm metricdata.ResourceMetrics
-	if err := readers[name].Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
-				for _, dp := range h.DataPoints {
-					counts[m.Name] += dp.Count
-				}
-			}
-		}
-	}
+	counts := histogramCounts(t, name)
 	for _, m := range []string{otelqueue.MetricChangeDuration, otelqueue.MetricQueueDurationByPriority} {
 		if counts[m] < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops", name, m, counts[m], ops)
