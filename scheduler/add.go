@@ -10,24 +10,26 @@ import (
 
 // Add marks key as needing processing, at once (or after the debounce
 // window, see Config.Debounce). Adds after ShutDown are ignored.
-func (s *Scheduler[K]) Add(key K) { s.enqueue(key, trace.SpanContext{}, 0, addPlain) }
+func (s *Scheduler[K]) Add(key K) {
+	s.enqueueRequeue(key, trace.SpanContext{}, 0, addPlain, TriggerAdd, 0, 0)
+}
 
 // AddContext is Add that also remembers the span context of ctx, if valid,
 // so that the run of key links to (or is parented by) the caller's trace.
 func (s *Scheduler[K]) AddContext(ctx context.Context, key K) {
-	s.enqueue(key, trace.SpanContextFromContext(ctx), 0, addPlain)
+	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), 0, addPlain, TriggerAdd, 0, 0)
 }
 
 // AddAfter adds key once delay has passed. A key already pending keeps the
 // earlier of its ready time and now+delay. A delay of zero or less adds at
 // once, without debouncing.
 func (s *Scheduler[K]) AddAfter(key K, delay time.Duration) {
-	s.enqueue(key, trace.SpanContext{}, delay, addDelayed)
+	s.enqueueRequeue(key, trace.SpanContext{}, delay, addDelayed, TriggerRequeueAfter, 0, 0)
 }
 
 // AddAfterContext is AddAfter that remembers the span context of ctx.
 func (s *Scheduler[K]) AddAfterContext(ctx context.Context, key K, delay time.Duration) {
-	s.enqueue(key, trace.SpanContextFromContext(ctx), delay, addDelayed)
+	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), delay, addDelayed, TriggerRequeueAfter, 0, 0)
 }
 
 // AddRateLimited adds key after the delay the RateLimiter gives it, usually
@@ -132,13 +134,10 @@ const (
 	addRateLimited
 )
 
-// enqueue adds key at priority 0; see enqueueRequeue.
-func (s *Scheduler[K]) enqueue(key K, sc trace.SpanContext, delay time.Duration, kind addKind) {
-	s.enqueueRequeue(key, sc, delay, kind, triggerOf(kind), 0, 0)
-}
-
 // enqueueRequeue adds key at priority prio for trigger; requeues is the
-// rate limiter's failure count for rate-limited adds.
+// rate limiter's failure count for rate-limited adds. Add and the other
+// entry points call it directly: in a generic instantiation a wrapper
+// between them is a call of its own on every add.
 func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, requeues, priority int) {
 	s.mu.Lock()
 	if s.shuttingDown {
