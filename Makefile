@@ -220,10 +220,13 @@ bench:
 	cd bench && : > results/bench.txt && bash -o pipefail -c 'for i in $$(seq $(COUNT)); do echo "== round $$i of $(COUNT)" >&2; ./results/bench.test -test.run "^$$" -test.bench "$(BENCH)" -test.benchmem -test.benchtime $(BENCHTIME) | tee -a results/bench.txt || exit 1; done'
 	cd bench && bash -o pipefail -c "$(BENCHSTAT) -table .name -col /variant results/bench.txt | tee results/benchstat.txt"
 	cd bench && bash -o pipefail -c "$(GO) run ./cmd/ratios $(BENCHFLAGS) results/bench.txt | tee results/ratios.txt"
+	$(MAKE) --no-print-directory bench-compare
 
-# How far each variant moved since the last release (BASE, a git ref; the
-# commit of v0.1.0 until the repository has tags): both bench binaries built,
-# run in COUNT interleaved rounds, compared by benchstat (bench/compare.sh).
+# How far each variant moved since the last release (BASE, a git ref: the
+# newest v* tag): both bench binaries built, run in COUNT interleaved
+# rounds, compared by benchstat, and gated by bench/cmd/moved, which fails
+# when one of otelqueue's variants got slower by more than 2% with
+# significance or allocates more (bench/compare.sh). make bench ends with it.
 BASE ?= $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || echo 047c286)
 bench-compare:
 	COUNT=$(COUNT) BENCHTIME=$(BENCHTIME) GO=$(GO) BENCHSTAT="$(BENCHSTAT)" bash bench/compare.sh $(BASE) '$(if $(filter .,$(BENCH)),^BenchmarkLifecycle$$,$(BENCH))'

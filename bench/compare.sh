@@ -6,8 +6,12 @@
 # the tree, then BASE...: a burst of other work on a busy machine lands on
 # both), and prints benchstat's comparison, one line per benchmark and
 # variant, with the change of the median and its p-value. Benchmarks BASE
-# does not have are left out. Environment: COUNT (6), BENCHTIME (1s),
-# BENCHSTAT (the benchstat command), GO (go).
+# does not have are left out. Then cmd/moved says by how much each variant
+# moved and is the gate: it exits 1 (and so does this script) when one of
+# otelqueue's own variants got slower than BASE by more than 2% with
+# significance, or allocates more. Environment: COUNT (6), BENCHTIME (1s),
+# BENCHSTAT (the benchstat command), GO (go), MOVEDFLAGS (cmd/moved's flags,
+# -fail by default).
 set -euo pipefail
 base=${1:?usage: compare.sh BASE [BENCH]}
 bench=${2:-'^BenchmarkLifecycle$'}
@@ -37,3 +41,8 @@ echo "== $base against the working tree, $count interleaved rounds of $benchtime
 cd "$out"
 # shellcheck disable=SC2086 # benchstat may be a command with arguments
 $benchstat base.txt head.txt | tee benchstat.txt
+# shellcheck disable=SC2086
+$benchstat -format csv base.txt head.txt 2>/dev/null >benchstat.csv
+echo "== how far each variant moved (bench/results/compare/moved.txt)" >&2
+# shellcheck disable=SC2086 # MOVEDFLAGS holds several flags
+(cd "$here" && "$go" run ./cmd/moved ${MOVEDFLAGS:--fail} <"$out/benchstat.csv") | tee moved.txt
