@@ -7,8 +7,8 @@ replace github.com/otelqueue/otelqueue => ../
 replace github.com/otelqueue/otelqueue/controllerruntime => ../controllerruntime
 
 require (
-	github.com/otelqueue/otelqueue v0.1.0
-	github.com/otelqueue/otelqueue/controllerruntime v0.1.0
+	github.com/otelqueue/otelqueue v0.2.0
+	github.com/otelqueue/otelqueue/controllerruntime v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	go.opentelemetry.io/otel v1.47.0

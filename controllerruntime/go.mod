@@ -6,7 +6,7 @@ replace github.com/otelqueue/otelqueue => ../
 
 require (
 	github.com/go-logr/logr v1.4.4
-	github.com/otelqueue/otelqueue v0.1.0
+	github.com/otelqueue/otelqueue v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	go.opentelemetry.io/otel v1.47.0

@@ -9,8 +9,8 @@ replace (
 
 require (
 	github.com/go-logr/logr v1.4.4
-	github.com/otelqueue/otelqueue v0.1.0
-	github.com/otelqueue/otelqueue/controllerruntime v0.1.0
+	github.com/otelqueue/otelqueue v0.2.0
+	github.com/otelqueue/otelqueue/controllerruntime v0.2.0
 	github.com/prometheus/client_golang v1.25.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0

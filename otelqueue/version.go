@@ -7,4 +7,4 @@ const ScopeName = "github.com/otelqueue/otelqueue/otelqueue"
 // Version is the release version of this module (without the leading v),
 // reported as the instrumentation scope version by the packages of the
 // module. release/release.sh sets it.
-const Version = "0.1.0"
+const Version = "0.2.0"

@@ -8,4 +8,4 @@ const ScopeName = "github.com/otelqueue/otelqueue/procstat"
 // reported as the instrumentation scope version: otelqueue.Version, which
 // this package cannot import (package otelqueue imports it).
 // release/release.sh sets both; a test checks that they are equal.
-const Version = "0.1.0"
+const Version = "0.2.0"
