@@ -91,7 +91,7 @@ func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		opts := scheduler.AddOptions{Trigger: trigger}
+		opts := scheduler.AddOptions{Trigger: trigger, Source: kindOf(obj)}
 		if low {
 			opts.Priority = handler.LowPriority
 		}
@@ -105,6 +105,25 @@ func (e *enqueueForObject[object]) add(ctx context.Context, obj object, low bool
 	default:
 		q.Add(req)
 	}
+}
+
+// kindOf is the kind of obj, for scheduler.AddOptions.Source: its
+// GroupVersionKind's when set (unstructured and metadata-only objects), else
+// the name of its Go type (ConfigMap for a *corev1.ConfigMap: the objects of
+// a typed cache carry no TypeMeta). A watch has one kind, so the values are
+// as many as the controller's watches.
+func kindOf(obj client.Object) string {
+	if isNil(obj) {
+		return ""
+	}
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	t := reflect.TypeOf(obj)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
 }
 
 // isNil reports whether obj is a nil interface or a typed nil pointer, as

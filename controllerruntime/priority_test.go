@@ -11,6 +11,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -138,6 +141,53 @@ func TestHandlerTriggers(t *testing.T) {
 			t.Errorf("%s: triggers %v, want %v", name, got, want)
 		}
 		q.ShutDown()
+	}
+}
+
+// TestHandlerSources: the handlers say which watch an event came from, as
+// the kind of its object (scheduler.AddOptions.Source, the span's
+// workqueue.trigger.source): For's ConfigMap through our handler, a
+// Watches' Secret mapped to its ConfigMap through WithTraceContext, and an
+// unstructured object's kind from its GroupVersionKind.
+func TestHandlerSources(t *testing.T) {
+	testutil.NoOTelErrors(t)
+	tel := newTelemetry(t)
+	ctx := context.Background()
+	q := newQueue(t, tel, "sources")
+	defer q.ShutDown()
+
+	forCM := controllerruntime.EnqueueRequestForObject(traceparent.WithMeterProvider(tel.mp))
+	forCM.Update(ctx, event.UpdateEvent{
+		ObjectOld: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "for", ResourceVersion: "1"}},
+		ObjectNew: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "for", ResourceVersion: "2"}},
+	}, q)
+	watches := controllerruntime.WithTraceContext(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: "watched-" + o.GetName()}}}
+	}), traceparent.WithMeterProvider(tel.mp))
+	watches.Delete(ctx, event.DeleteEvent{Object: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s"}}}, q)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+	u.SetNamespace("default")
+	u.SetName("widget")
+	controllerruntime.WithTraceContext[client.Object, reconcile.Request](&handler.EnqueueRequestForObject{}, traceparent.WithMeterProvider(tel.mp)).
+		Create(ctx, event.CreateEvent{Object: u}, q)
+
+	want := map[string]string{"for": "ConfigMap", "watched-s": "Secret", "widget": "Widget"}
+	wantTrigger := map[string]scheduler.Trigger{"for": scheduler.TriggerUpdate, "watched-s": scheduler.TriggerDelete, "widget": scheduler.TriggerCreate}
+	got := map[string]string{}
+	for q.Len() > 0 {
+		it, err := q.GetContext(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[it.Key.Name] = it.Source
+		if it.Trigger != wantTrigger[it.Key.Name] {
+			t.Errorf("%s: trigger %v, want %v", it.Key.Name, it.Trigger, wantTrigger[it.Key.Name])
+		}
+		q.Done(it.Key)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sources %v, want %v", got, want)
 	}
 }
 

@@ -78,7 +78,7 @@ func (w *withTraceContext[object, request]) queue(ctx context.Context, obj objec
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	v := &contextView[request]{contextQueue: cq, ctx: ctx, trigger: trigger}
+	v := &contextView[request]{contextQueue: cq, ctx: ctx, trigger: trigger, source: kindOf(obj)}
 	if !isNil(obj) {
 		v.reader, v.obj = w.reader, obj
 	}
@@ -107,8 +107,9 @@ type contextView[request comparable] struct {
 	reader *traceparent.Reader // nil without an object
 	obj    client.Object
 	// trigger is the event's (scheduler.Trigger), for the adds that are
-	// not retries.
+	// not retries; source the kind of its object (kindOf).
 	trigger scheduler.Trigger
+	source  string
 }
 
 // context returns the ctx adds keep, reading the annotation the first time.
@@ -125,7 +126,7 @@ func (v *contextView[request]) read() {
 }
 
 func (v *contextView[request]) Add(item request) {
-	v.AddWithOptions(v.context(), scheduler.AddOptions{Trigger: v.trigger}, item)
+	v.AddWithOptions(v.context(), scheduler.AddOptions{Trigger: v.trigger, Source: v.source}, item)
 }
 
 func (v *contextView[request]) AddAfter(item request, delay time.Duration) {
@@ -134,7 +135,7 @@ func (v *contextView[request]) AddAfter(item request, delay time.Duration) {
 		v.AddAfterContext(v.context(), item, delay)
 		return
 	}
-	v.AddWithOptions(v.context(), scheduler.AddOptions{After: delay, Trigger: v.trigger}, item)
+	v.AddWithOptions(v.context(), scheduler.AddOptions{After: delay, Trigger: v.trigger, Source: v.source}, item)
 }
 
 func (v *contextView[request]) AddRateLimited(item request) {
@@ -142,7 +143,7 @@ func (v *contextView[request]) AddRateLimited(item request) {
 }
 
 func (v *contextView[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
-	opts := scheduler.AddOptions{After: o.After, RateLimited: o.RateLimited, Trigger: v.trigger}
+	opts := scheduler.AddOptions{After: o.After, RateLimited: o.RateLimited, Trigger: v.trigger, Source: v.source}
 	if o.Priority != nil {
 		opts.Priority = *o.Priority
 	}

@@ -113,8 +113,12 @@ type InspectedKey struct {
 	ReadyIn time.Duration `json:"ready_in_ns"`
 	// Reason is why it waits; Trigger what the add that set its ready
 	// time came from (scheduler.Trigger): why it will run.
-	Reason   string `json:"reason"`
-	Trigger  string `json:"trigger"`
+	Reason  string `json:"reason"`
+	Trigger string `json:"trigger"`
+	// Source is where the trigger's event came from, when the add said
+	// (scheduler.AddOptions.Source: with package controllerruntime's
+	// handlers, the watched object's kind).
+	Source   string `json:"source,omitempty"`
 	Priority int    `json:"priority"`
 	// Attempts is the attempt its next run will be (1 + the rate
 	// limiter's failures); Coalesced the adds merged into it.
@@ -131,8 +135,10 @@ type InspectedKey struct {
 type InspectedRun struct {
 	Key     string        `json:"key"`
 	Running time.Duration `json:"running_ns"`
-	// Trigger is why it runs (scheduler.Trigger).
+	// Trigger is why it runs (scheduler.Trigger); Source where its event
+	// came from, if the add said.
 	Trigger string `json:"trigger"`
+	Source  string `json:"source,omitempty"`
 	// TraceID is the attempt's trace id, when it is traced.
 	TraceID string `json:"trace_id,omitempty"`
 }
@@ -196,13 +202,13 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 		out := scheduler.Inspection[string]{At: raw.At, Pending: raw.Pending, InFlight: raw.InFlight, ByPriority: raw.ByPriority}
 		for _, p := range raw.Oldest {
 			out.Oldest = append(out.Oldest, scheduler.PendingKey[string]{
-				Key: keyString(p.Key), EnqueuedAt: p.EnqueuedAt, ReadyAt: p.ReadyAt, Reason: p.Reason, Trigger: p.Trigger,
+				Key: keyString(p.Key), EnqueuedAt: p.EnqueuedAt, ReadyAt: p.ReadyAt, Reason: p.Reason, Trigger: p.Trigger, Source: p.Source,
 				Priority: p.Priority, Requeues: p.Requeues, Coalesced: p.Coalesced, Delayed: p.Delayed, Held: p.Held,
 				Origin: p.Origin, PreviousAttempt: p.PreviousAttempt,
 			})
 		}
 		for _, r := range raw.Running {
-			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext, Trigger: r.Trigger})
+			out.Running = append(out.Running, scheduler.RunningKey[string]{Key: keyString(r.Key), StartedAt: r.StartedAt, SpanContext: r.SpanContext, Trigger: r.Trigger, Source: r.Source})
 		}
 		return inspected{raw: out, stats: st, maxInFlight: s.MaxInFlight()}, true
 	}
@@ -248,7 +254,7 @@ func (i *Inspector) Page() InspectorPage {
 		now := raw.At
 		for _, p := range raw.Oldest {
 			k := InspectedKey{
-				Key: p.Key, Reason: p.Reason.String(), Trigger: p.Trigger.String(), Priority: p.Priority,
+				Key: p.Key, Reason: p.Reason.String(), Trigger: p.Trigger.String(), Source: p.Source, Priority: p.Priority,
 				Attempts: p.Requeues + 1, Coalesced: p.Coalesced,
 				EnqueuedBy: traceID(p.Origin), LastAttempt: traceID(p.PreviousAttempt),
 			}
@@ -261,7 +267,7 @@ func (i *Inspector) Page() InspectorPage {
 			q.Oldest = append(q.Oldest, k)
 		}
 		for _, r := range raw.Running {
-			run := InspectedRun{Key: r.Key, Trigger: r.Trigger.String(), TraceID: traceID(r.SpanContext)}
+			run := InspectedRun{Key: r.Key, Trigger: r.Trigger.String(), Source: r.Source, TraceID: traceID(r.SpanContext)}
 			if !now.IsZero() {
 				run.Running = now.Sub(r.StartedAt)
 			}
@@ -376,7 +382,7 @@ table { border-collapse: collapse; margin-bottom: 1em; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; font-variant-numeric: tabular-nums; }
 th { background: #f3f3f3; } td.num { text-align: right; }
 .key { font-family: ui-monospace, monospace; word-break: break-all; }
-.standby { color: #a60; font-weight: bold; } .muted { color: #777; }
+.standby { color: #a60; font-weight: bold; } .muted, .source { color: #777; }
 dl.figures { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
 dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 </style>
@@ -404,11 +410,11 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>Waiting longest</h3>
 {{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>trigger</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
-{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
+{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>In flight, longest first</h3>
 {{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trigger</th><th>trace</th></tr>
-{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
 <h3>Last failures, latest first</h3>
 {{if .Failures}}<table class="failures"><tr><th>key</th><th>when</th><th>outcome</th><th>error</th><th>trace</th></tr>

@@ -79,7 +79,7 @@ func TestInspector(t *testing.T) {
 	enqCtx, enqSC := remoteCtx(1, true)
 	q.AddContext(enqCtx, "default/a")
 	fc.Step(time.Second)
-	q.AddWithOptions(context.Background(), scheduler.AddOptions{Priority: 10}, "default/urgent")
+	q.AddWithOptions(context.Background(), scheduler.AddOptions{Priority: 10, Trigger: scheduler.TriggerUpdate, Source: "Secret"}, "default/urgent")
 	q.Add("default/<b>")
 	fc.Step(time.Second)
 	q.AddAfter("default/later", time.Minute)
@@ -116,12 +116,12 @@ func TestInspector(t *testing.T) {
 	if later.Reason != "delayed" || later.ReadyIn != 57*time.Second || later.Trigger != "requeue_after" {
 		t.Errorf("default/later = %+v, want delayed, ready in 57s, trigger requeue_after", later)
 	}
-	if a.Trigger != "add" {
-		t.Errorf("default/a's trigger %q, want add", a.Trigger)
+	if a.Trigger != "add" || a.Source != "" {
+		t.Errorf("default/a's trigger %q from %q, want add from nowhere said", a.Trigger, a.Source)
 	}
 	if len(got.Running) != 1 || got.Running[0].Key != "default/urgent" || got.Running[0].Running != 3*time.Second ||
-		got.Running[0].TraceID == "" || got.Running[0].Trigger != "add" {
-		t.Errorf("running %+v, want default/urgent for 3s, traced", got.Running)
+		got.Running[0].TraceID == "" || got.Running[0].Trigger != "update" || got.Running[0].Source != "Secret" {
+		t.Errorf("running %+v, want default/urgent for 3s, traced, for an update of a Secret", got.Running)
 	}
 	if strings.Contains(body, "null") {
 		t.Errorf("the JSON has a null where a list belongs:\n%s", body)
@@ -140,6 +140,7 @@ func TestInspector(t *testing.T) {
 		`default/&lt;b&gt;`,
 		`href="http://127.0.0.1:16686/trace/` + enqSC.TraceID().String() + `"`,
 		`data-key="default/urgent"`,
+		`<td data-field="trigger">update <span class="source" data-field="source">Secret</span></td>`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the HTML page lacks %s", want)

@@ -132,6 +132,12 @@ const (
 	// time came from (scheduler.Trigger's String: an event, a requeue, a
 	// backoff retry), on the root and "reconcile" spans.
 	AttrTrigger = attribute.Key("workqueue.trigger")
+	// AttrTriggerSource is where the trigger's event came from, when the
+	// add said (scheduler.AddOptions.Source): with package
+	// controllerruntime's handlers the kind of the watched object, so that
+	// an update of an owned Secret tells itself from one of the For
+	// object. On the root and "reconcile" spans, beside AttrTrigger.
+	AttrTriggerSource = attribute.Key("workqueue.trigger.source")
 	// AttrNextTrigger and AttrNextDelay say, on the "reconcile" span of an
 	// attempt whose key runs again, for what (scheduler.Trigger's String:
 	// backoff after a failure, requeue_after, or the event added while it

@@ -212,15 +212,20 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	// One array (one allocation) holds the attempt's attributes: the root
 	// carries all of them, "reconcile" those that identify the attempt and
 	// why it ran, "queued" the wait reason.
-	attrs := [7]attribute.KeyValue{
+	attrs := [8]attribute.KeyValue{
 		AttrQueueName.String(o.queue),
 		AttrKey.String(keyString(it.Key)),
 		AttrAttempt.Int(it.Requeues + 1),
 		AttrTrigger.String(it.Trigger.String()),
-		AttrWaitReason.String(it.Reason.String()),
-		AttrCoalesced.Int(it.Coalesced),
 	}
-	ident, reason, all := attrs[:4], attrs[4:5], attrs[:6]
+	n := 4
+	if it.Source != "" {
+		attrs[n] = AttrTriggerSource.String(it.Source)
+		n++
+	}
+	attrs[n] = AttrWaitReason.String(it.Reason.String())
+	attrs[n+1] = AttrCoalesced.Int(it.Coalesced)
+	ident, reason, all := attrs[:n], attrs[n:n+1], attrs[:n+2]
 	if it.DroppedLinks > 0 {
 		all = append(all, AttrDroppedLinks.Int(it.DroppedLinks))
 	}

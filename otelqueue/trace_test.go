@@ -653,6 +653,45 @@ func TestTraceTrigger(t *testing.T) {
 	}
 }
 
+// TestTraceTriggerSource: the add's source (scheduler.AddOptions.Source)
+// is the attempt's workqueue.trigger.source, on the root and "reconcile"
+// spans, not on "queued", beside the trigger and before the wait reason;
+// an attempt whose add gave none carries no such attribute.
+func TestTraceTriggerSource(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	e.q.AddWithOptions(context.Background(), scheduler.AddOptions{Trigger: scheduler.TriggerUpdate, Source: "Secret"}, "a")
+	e.getKey(t, "a")
+	e.q.Done("a")
+	e.q.Add("b")
+	e.getKey(t, "b")
+	e.q.Done("b")
+	root, queued, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
+	for _, s := range []sdktrace.ReadOnlySpan{root, reconcile} {
+		m := attrMap(s.Attributes())
+		if got := m[otelqueue.AttrTriggerSource].AsString(); got != "Secret" {
+			t.Errorf("%s trigger source %q, want Secret", s.Name(), got)
+		}
+		if got := m[otelqueue.AttrTrigger].AsString(); got != "update" {
+			t.Errorf("%s trigger %q, want update", s.Name(), got)
+		}
+	}
+	if got := attrMap(root.Attributes())[otelqueue.AttrWaitReason].AsString(); got != "immediate" {
+		t.Errorf("root wait reason %q, want immediate (the source must not displace it)", got)
+	}
+	if _, ok := attrMap(reconcile.Attributes())[otelqueue.AttrWaitReason]; ok {
+		t.Error("the reconcile span carries the wait reason")
+	}
+	if _, ok := attrMap(queued.Attributes())[otelqueue.AttrTriggerSource]; ok {
+		t.Error("the queued span carries the trigger source")
+	}
+	rootB, _, reconcileB := attemptSpans(t, e.sr.Ended(), "b", 1)
+	for _, s := range []sdktrace.ReadOnlySpan{rootB, reconcileB} {
+		if v, ok := attrMap(s.Attributes())[otelqueue.AttrTriggerSource]; ok {
+			t.Errorf("%s of a plain add carries trigger source %q", s.Name(), v.AsString())
+		}
+	}
+}
+
 // TestTraceNextRun: an attempt whose key runs again says on its
 // "reconcile" span for what and how soon after its end: a backoff's delay
 // after a failure, a requeue's, an event added while it ran (at once); an

@@ -11,25 +11,25 @@ import (
 // Add marks key as needing processing, at once (or after the debounce
 // window, see Config.Debounce). Adds after ShutDown are ignored.
 func (s *Scheduler[K]) Add(key K) {
-	s.enqueueRequeue(key, trace.SpanContext{}, 0, addPlain, TriggerAdd, 0, 0)
+	s.enqueueRequeue(key, trace.SpanContext{}, 0, addPlain, TriggerAdd, "", 0, 0)
 }
 
 // AddContext is Add that also remembers the span context of ctx, if valid,
 // so that the run of key links to (or is parented by) the caller's trace.
 func (s *Scheduler[K]) AddContext(ctx context.Context, key K) {
-	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), 0, addPlain, TriggerAdd, 0, 0)
+	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), 0, addPlain, TriggerAdd, "", 0, 0)
 }
 
 // AddAfter adds key once delay has passed. A key already pending keeps the
 // earlier of its ready time and now+delay. A delay of zero or less adds at
 // once, without debouncing.
 func (s *Scheduler[K]) AddAfter(key K, delay time.Duration) {
-	s.enqueueRequeue(key, trace.SpanContext{}, delay, addDelayed, TriggerRequeueAfter, 0, 0)
+	s.enqueueRequeue(key, trace.SpanContext{}, delay, addDelayed, TriggerRequeueAfter, "", 0, 0)
 }
 
 // AddAfterContext is AddAfter that remembers the span context of ctx.
 func (s *Scheduler[K]) AddAfterContext(ctx context.Context, key K, delay time.Duration) {
-	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), delay, addDelayed, TriggerRequeueAfter, 0, 0)
+	s.enqueueRequeue(key, trace.SpanContextFromContext(ctx), delay, addDelayed, TriggerRequeueAfter, "", 0, 0)
 }
 
 // AddRateLimited adds key after the delay the RateLimiter gives it, usually
@@ -56,7 +56,7 @@ func (s *Scheduler[K]) addRateLimited(key K, sc trace.SpanContext) {
 		return
 	}
 	d := s.rl.When(key)
-	s.enqueueRequeue(key, sc, d, addRateLimited, TriggerBackoff, s.rl.NumRequeues(key), 0)
+	s.enqueueRequeue(key, sc, d, addRateLimited, TriggerBackoff, "", s.rl.NumRequeues(key), 0)
 }
 
 // AddOptions are the options of AddWithOptions, as controller-runtime's
@@ -82,6 +82,15 @@ type AddOptions struct {
 	// trigger is then TriggerRequeueAfter for an add with After, and
 	// TriggerAdd otherwise. A RateLimited add is always TriggerBackoff.
 	Trigger Trigger
+	// Source names where the event of Trigger came from, for Item.Source:
+	// controller-runtime's handlers of package controllerruntime give the
+	// kind of the object whose event enqueued the key (the kind of For, or
+	// that of an Owns or Watches), so that a run says which watch made it.
+	// It goes on spans and pages as it is: give it one of a few names a
+	// program knows (a kind per watch), never a value from an object. It is
+	// kept with the trigger, by the add that set the run's ready time; empty
+	// says nothing.
+	Source string
 }
 
 // AddWithOptions adds keys with opts, keeping the span context of ctx as
@@ -113,7 +122,7 @@ func (s *Scheduler[K]) AddWithOptions(ctx context.Context, opts AddOptions, keys
 		if trigger == TriggerAdd {
 			trigger = triggerOf(kind)
 		}
-		s.enqueueRequeue(key, sc, delay, kind, trigger, requeues, opts.Priority)
+		s.enqueueRequeue(key, sc, delay, kind, trigger, opts.Source, requeues, opts.Priority)
 	}
 }
 
@@ -134,11 +143,11 @@ const (
 	addRateLimited
 )
 
-// enqueueRequeue adds key at priority prio for trigger; requeues is the
-// rate limiter's failure count for rate-limited adds. Add and the other
+// enqueueRequeue adds key at priority prio for trigger from source;
+// requeues is the rate limiter's failure count for rate-limited adds. Add and the other
 // entry points call it directly: in a generic instantiation a wrapper
 // between them is a call of its own on every add.
-func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, requeues, priority int) {
+func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, source string, requeues, priority int) {
 	s.mu.Lock()
 	if s.shuttingDown {
 		if kind == addRateLimited {
@@ -153,7 +162,7 @@ func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Du
 			s.delayedAdds++
 		}
 	}
-	r := addRequest{trigger: trigger}
+	r := addRequest{trigger: trigger, source: source}
 	s.requestLocked(&r, delay, kind)
 	e, ok := s.entries[key]
 	if !ok {
@@ -184,8 +193,9 @@ type addRequest struct {
 	now, target int64
 	reason      WaitReason
 	trigger     Trigger
-	debounce    bool // a plain add in a debouncing queue
-	immediate   bool // no delay at all
+	source      string // AddOptions.Source
+	debounce    bool   // a plain add in a debouncing queue
+	immediate   bool   // no delay at all
 }
 
 // requestLocked sets r to what an add of kind with delay asks for. It reads
@@ -231,6 +241,7 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int) bool
 		x.deadline = min(x.deadline, target)
 	}
 	e.readyAt, e.reason, e.trigger = target, r.reason, r.trigger
+	e.setSource(r.source)
 	e.setPriority(prio)
 	switch {
 	case e.processing && !s.set.crOrder:
@@ -307,6 +318,7 @@ func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
 		t := min(addSat(r.now, s.set.debounce), x.deadline)
 		if e.debounced || t < e.readyAt {
 			e.readyAt, e.reason, e.trigger, e.debounced = t, WaitDebounced, r.trigger, true
+			e.setSource(r.source)
 		}
 	default:
 		if x != nil && x.hasDeadline {
@@ -314,6 +326,7 @@ func (s *Scheduler[K]) moveLocked(e *entry[K], r *addRequest) {
 		}
 		if r.target < e.readyAt || r.immediate {
 			e.readyAt, e.reason, e.trigger, e.debounced = r.target, r.reason, r.trigger, false
+			e.setSource(r.source)
 		}
 	}
 	// A key now due is taken out of the heap by the caller; only a key that

@@ -66,8 +66,9 @@ type runExtras struct {
 	requeues    int
 	deadline    int64 // latest ready time debouncing may choose
 	hasDeadline bool
-	priority    int   // the pending run's priority, when it is beyond int32 (entry.bigPrio)
-	changeAt    int64 // when the pending run's change opened, if not at enqueued (changeInExtras)
+	priority    int    // the pending run's priority, when it is beyond int32 (entry.bigPrio)
+	changeAt    int64  // when the pending run's change opened, if not at enqueued (changeInExtras)
+	source      string // AddOptions.Source of the add that set readyAt
 }
 
 // priority returns the priority of e's pending run.
@@ -118,6 +119,16 @@ func (e *entry[K]) extrasOrNil() *runExtras {
 		return nil
 	}
 	return e.side.extras
+}
+
+// setSource keeps the source of the add that set e's ready time (see
+// AddOptions.Source); an add without one clears an earlier add's.
+func (e *entry[K]) setSource(source string) {
+	if source != "" {
+		e.ensureExtras().source = source
+	} else if x := e.extrasOrNil(); x != nil {
+		x.source = ""
+	}
 }
 
 // running returns the run in flight of e, or nil.

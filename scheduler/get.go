@@ -66,7 +66,10 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.processing = true
 
 	p := s.newProc()
-	p.timed, p.trigger = s.timed, e.trigger
+	p.timed, p.trigger, p.source = s.timed, e.trigger, ""
+	if x := e.extrasOrNil(); x != nil {
+		p.source = x.source
+	}
 	if s.changes {
 		takeChange(e, p)
 	} else {
@@ -164,6 +167,7 @@ func (s *Scheduler[K]) fillItem(it *Item[K], e *entry[K], started int64, wall ti
 		it.DroppedLinks = x.dropped
 		it.PreviousAttempt = x.previous
 		it.Requeues = x.requeues
+		it.Source = x.source
 	}
 	it.Origin = e.origin().spanContext(ts)
 }

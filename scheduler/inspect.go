@@ -54,6 +54,8 @@ type PendingKey[K comparable] struct {
 	// what the add that set ReadyAt came from.
 	Reason  WaitReason
 	Trigger Trigger
+	// Source is where the event of Trigger came from (Item.Source).
+	Source string
 	// Priority is the pending run's priority.
 	Priority int
 	// Requeues is the rate limiter's count of failures for the key as of
@@ -73,9 +75,10 @@ type PendingKey[K comparable] struct {
 type RunningKey[K comparable] struct {
 	Key K
 	// StartedAt is when a worker took the key; Trigger what made the run
-	// (Item.Trigger).
+	// (Item.Trigger), Source where its event came from (Item.Source).
 	StartedAt time.Time
 	Trigger   Trigger
+	Source    string
 	// SpanContext is that of the context the run is processed in (the
 	// Observer's: with package otelqueue and tracing on, the attempt's
 	// "reconcile" span); invalid without one.
@@ -169,6 +172,7 @@ func (s *Scheduler[K]) pendingLocked(e *entry[K], now int64) PendingKey[K] {
 		ts = x.originState
 		p.Requeues = x.requeues
 		p.PreviousAttempt = x.previous
+		p.Source = x.source
 	}
 	p.Origin = e.origin().spanContext(ts)
 	return p
@@ -191,7 +195,7 @@ func (s *Scheduler[K]) runningLocked(e *entry[K]) RunningKey[K] {
 	if p == nil {
 		return r
 	}
-	r.Trigger = p.trigger
+	r.Trigger, r.Source = p.trigger, p.source
 	if s.timed && p.timed {
 		r.StartedAt = s.at(p.started)
 	}

@@ -33,6 +33,10 @@ type Item[K comparable] struct {
 	// Trigger tells what the add that set ReadyAt came from: an event,
 	// a requeue, a retry (see Trigger).
 	Trigger Trigger
+	// Source is where the event of Trigger came from, as the add that set
+	// ReadyAt gave it (AddOptions.Source): with package controllerruntime's
+	// handlers the kind of the watched object. Empty if none was given.
+	Source string
 	// Requeues is the rate limiter's count of failures for the key as of the
 	// last AddRateLimited merged into this run; zero if none was.
 	Requeues int

@@ -28,6 +28,7 @@ type proc[K comparable] struct {
 	// that started holds the run's start (the queue was timed then).
 	observed, timed bool
 	trigger         Trigger // of the run (Item.Trigger), for Inspect
+	source          string  // of the run (Item.Source), for Inspect
 	// changeOpen says the run acts on a change opened at changeAt; failed
 	// that its key was added rate-limited while it ran (see change.go).
 	changeOpen, failed bool

@@ -187,8 +187,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 
 // enqueue adds the object's key with the trace context its writer left in
 // the otelqueue.github.io/traceparent annotation, so that the attempt's trace
-// links to the write that caused it, and the event's trigger, the
-// attempt's workqueue.trigger.
+// links to the write that caused it, and the event's trigger and the
+// informer's kind, the attempt's workqueue.trigger and
+// workqueue.trigger.source.
 func (c *controller) enqueue(obj any, trigger scheduler.Trigger) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -199,7 +200,7 @@ func (c *controller) enqueue(obj any, trigger scheduler.Trigger) {
 	if o, ok := obj.(traceparent.Annotated); ok {
 		ctx = c.tp.ContextWith(ctx, o)
 	}
-	c.queue.AddWithOptions(ctx, scheduler.AddOptions{Trigger: trigger}, key)
+	c.queue.AddWithOptions(ctx, scheduler.AddOptions{Trigger: trigger, Source: "ConfigMap"}, key)
 }
 
 // enqueueIfChanged ignores updates that only carry the controller's own
