@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -312,4 +314,107 @@ func TestInspectorDropsCollectedQueues(t *testing.T) {
 		}
 		return otelqueue.Inspectables() == before
 	})
+}
+
+// TestInspectorConcurrent: one Inspector serves pages to several clients at
+// once (JSON and HTML), while its queue's workers add, take and finish keys
+// and other queues are instrumented and stopped; run with -race. Every page
+// is whole, and the bottleneck windows the looks share never overlap: a
+// window is classified once, and the next starts at or after its end (a
+// look within MinBottleneckWindow of the last shows the last again).
+func TestInspectorConcurrent(t *testing.T) {
+	q, fc, _ := inspectedQueue(t, "inspected-concurrent", otelqueue.WithWorkers(2))
+	h := &otelqueue.Inspector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	// The queue's traffic, on the fake clock, which the readers step too.
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				q.Add(fmt.Sprintf("default/k-%d-%d", w, i%50))
+				it, err := q.GetContext(ctx)
+				if err != nil {
+					return
+				}
+				fc.Step(time.Millisecond)
+				q.Done(it.Key)
+			}
+		})
+	}
+	// Queues that come and go while pages are built.
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			s := scheduler.New(scheduler.Config[string]{Name: fmt.Sprintf("inspected-transient-%d", i)})
+			inst, err := otelqueue.Instrument(s, otelqueue.WithMeterProvider(metricnoop.NewMeterProvider()))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			s.Add("default/x")
+			_ = inst.Stop()
+			s.ShutDown()
+		}
+	})
+	var (
+		mu      sync.Mutex
+		windows = map[time.Time]time.Duration{} // the classified windows: start → length
+	)
+	var readers sync.WaitGroup
+	for r := range 4 {
+		readers.Go(func() {
+			for i := range 40 {
+				fc.Step(2 * time.Second) // windows of at least MinBottleneckWindow, now and then
+				if r%2 == 1 && i%2 == 1 {
+					resp, body := get(t, h, http.MethodGet, "/debug/queues", "text/html")
+					if resp.StatusCode != http.StatusOK || !strings.Contains(body, "</html>") {
+						t.Errorf("HTML page: %s, %d bytes, not whole", resp.Status, len(body))
+					}
+					continue
+				}
+				resp, body := get(t, h, http.MethodGet, "/debug/queues?format=json", "")
+				var page otelqueue.InspectorPage
+				if err := json.Unmarshal([]byte(body), &page); resp.StatusCode != http.StatusOK || err != nil {
+					t.Errorf("JSON page: %s, %v", resp.Status, err)
+					continue
+				}
+				for _, qu := range page.Queues {
+					if qu.Name != "inspected-concurrent" || qu.Bottleneck == nil {
+						continue
+					}
+					b := qu.Bottleneck
+					if b.Window < 0 {
+						t.Errorf("a bottleneck window of %v", b.Window)
+					}
+					if b.Window < otelqueue.MinBottleneckWindow {
+						continue // the first window, still measuring
+					}
+					mu.Lock()
+					if w, ok := windows[b.Since]; ok && w != b.Window {
+						t.Errorf("two windows from %v: %v and %v", b.Since, w, b.Window)
+					}
+					windows[b.Since] = b.Window
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	readers.Wait()
+	cancel()
+	q.ShutDown()
+	wg.Wait()
+	if len(windows) < 2 {
+		t.Fatalf("%d windows classified, want several", len(windows))
+	}
+	var since []time.Time
+	for s := range windows {
+		since = append(since, s)
+	}
+	slices.SortFunc(since, time.Time.Compare)
+	for i := 1; i < len(since); i++ {
+		if end := since[i-1].Add(windows[since[i-1]]); since[i].Before(end) {
+			t.Errorf("the window from %v overlaps the one from %v to %v", since[i], since[i-1], end)
+		}
+	}
+	t.Logf("%d windows classified", len(windows))
 }
