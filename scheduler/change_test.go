@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,32 +13,19 @@ import (
 // ChangeDone and Done calls.
 type changeObs struct {
 	*recObserver[string]
-	on    bool
-	mu    sync.Mutex
-	calls []string // "change <key> <changed> <ended>" and "done <key>"
+	on bool
+	callLog // "change <key> <changed> <ended>" and "done <key>"
 }
 
 func (o *changeObs) ObservesChanges() bool { return o.on }
 
 func (o *changeObs) ChangeDone(_ context.Context, key string, changed, ended time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.calls = append(o.calls, "change "+key+" "+changed.Sub(t0).String()+" "+ended.Sub(t0).String())
+	o.add("change " + key + " " + changed.Sub(t0).String() + " " + ended.Sub(t0).String())
 }
 
 func (o *changeObs) Done(ctx context.Context, key string, started, ended time.Time) {
-	o.mu.Lock()
-	o.calls = append(o.calls, "done "+key)
-	o.mu.Unlock()
+	o.add("done " + key)
 	o.recObserver.Done(ctx, key, started, ended)
-}
-
-func (o *changeObs) take() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.calls
-	o.calls = nil
-	return c
 }
 
 // TestChanges: a change opens at its event's add and closes at the end of

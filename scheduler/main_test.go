@@ -127,6 +127,29 @@ func sameSpans(a, b []trace.SpanContext) bool {
 	return true
 }
 
+// callLog records an Observer's calls as lines, for the tests of the
+// optional methods (ChangeDone, NextRun) that check which calls came, and
+// in what order.
+type callLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *callLog) add(call string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call)
+}
+
+// take returns the calls logged since the last take.
+func (l *callLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.calls
+	l.calls = nil
+	return c
+}
+
 // recObserver records what the scheduler tells its Observer. Dequeued
 // returns a context carrying the span context set for the key with
 // processIn, if any, and a marker value.

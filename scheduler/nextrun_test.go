@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 )
@@ -10,22 +9,11 @@ import (
 // nextObs records NextRun calls.
 type nextObs struct {
 	*recObserver[string]
-	mu    sync.Mutex
-	calls []string
+	callLog // "<key> <trigger> in <delay>"
 }
 
 func (o *nextObs) NextRun(_ context.Context, key string, ended, next time.Time, trigger Trigger) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.calls = append(o.calls, key+" "+trigger.String()+" in "+next.Sub(ended).String())
-}
-
-func (o *nextObs) take() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.calls
-	o.calls = nil
-	return c
+	o.add(key + " " + trigger.String() + " in " + next.Sub(ended).String())
 }
 
 // TestNextRun: an Observer with NextRun hears, at a run's Done, when and
