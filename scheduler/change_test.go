@@ -13,7 +13,7 @@ import (
 // ChangeDone and Done calls.
 type changeObs struct {
 	*recObserver[string]
-	on bool
+	on      bool
 	callLog // "change <key> <changed> <ended>" and "done <key>"
 }
 
