@@ -62,6 +62,9 @@ type inspectedQueue struct {
 	class, verdict, window string
 	depth                  int
 	oldest                 []string // keys, oldest first
+	// triggers and sources are those of the oldest keys' rows: the event
+	// and the kind it was about (empty when the add said none).
+	triggers, sources []string
 }
 
 // readQueue reads the section of queue name from a page's DOM.
@@ -86,6 +89,14 @@ func readQueue(t *testing.T, doc *html.Node, name string) (inspectedQueue, error
 	for _, table := range FindAll(s, func(n *html.Node) bool { return n.Data == "table" && Attr(n, "class") == "oldest" }) {
 		for _, row := range FindAll(table, func(n *html.Node) bool { return n.Data == "tr" && Attr(n, "data-key") != "" }) {
 			q.oldest = append(q.oldest, Attr(row, "data-key"))
+			trigger, source := "", ""
+			if n := FindAll(row, HasAttr("data-field", "trigger")); len(n) == 1 {
+				trigger = strings.Fields(Text(n[0]) + " ")[0]
+			}
+			if n := FindAll(row, HasAttr("data-field", "source")); len(n) == 1 {
+				source = Text(n[0])
+			}
+			q.triggers, q.sources = append(q.triggers, trigger), append(q.sources, source)
 		}
 	}
 	return q, nil
@@ -123,6 +134,21 @@ func TestInspectorPage(t *testing.T) {
 					}
 					if len(q.oldest) == 0 || q.depth == 0 {
 						return fmt.Errorf("the page shows %d keys ready and %d waiting longest, want some", q.depth, len(q.oldest))
+					}
+					// Why each will run: the demo's informer events say
+					// their kind (scheduler.AddOptions.Source).
+					events := 0
+					for i, tr := range q.triggers {
+						switch tr {
+						case "create", "update", "delete", "initial_list", "resync":
+							events++
+							if q.sources[i] != "ConfigMap" {
+								return fmt.Errorf("the row of %s shows trigger %s from %q, want from ConfigMap", q.oldest[i], tr, q.sources[i])
+							}
+						}
+					}
+					if events == 0 {
+						return fmt.Errorf("no key waiting longest shows an event for its trigger: %q", q.triggers)
 					}
 					return nil
 				})
