@@ -27,8 +27,10 @@ const MinBottleneckWindow = 5 * time.Second
 // recorded for it between looks.
 type InspectedBottleneck struct {
 	// Class is the bottleneck class (bottleneck.Class), "" while unknown:
-	// the queue's first window is shorter than MinBottleneckWindow, or the
-	// queue is standby (nothing limits a queue no worker may take).
+	// the queue's first window is shorter than MinBottleneckWindow, the
+	// queue is standby (nothing limits a queue no worker may take), or keys
+	// came and no reconcile finished in the window (the workers are not
+	// running or are stuck; the control plane's classes excepted).
 	Class string `json:"class"`
 	// Verdict is the figure and threshold that decided the class and what
 	// to change (bottleneck.Verdict's String without its class), or why
@@ -178,11 +180,20 @@ func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
 	// "bottleneck=<class>" the page shows apart.
 	verdict := strings.TrimPrefix(v.String(), "bottleneck="+string(v.Class)+" ")
 	verdict = strings.TrimSuffix(strings.TrimPrefix(verdict, "("), ")")
-	if workers <= 0 && v.Class == bottleneck.None {
+	class := string(v.Class)
+	switch {
+	case w.Reconciles == 0 && w.Adds > 0 && v.Class != bottleneck.APIServerUnavailable && v.Class != bottleneck.APIServerSlow:
+		// Keys came and none was done: the workers are stuck, absent or
+		// not started. No figure tells which limit it is, as the summary
+		// line gives no class to a window in which nothing finished
+		// (unless the control plane failed or stalled the requests).
+		class = ""
+		verdict = fmt.Sprintf("no class: %d adds and no reconcile finished in the window; are the workers running (not started, or stuck in long reconciles: see in flight)?", w.Adds)
+	case workers <= 0 && v.Class == bottleneck.None:
 		verdict = "no limit found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"
 	}
 	out := &InspectedBottleneck{
-		Class: string(v.Class), Verdict: verdict,
+		Class: class, Verdict: verdict,
 		Since: a.at, Window: w.Duration, Workers: workers,
 		Utilization: w.Utilization(), Arrivals: w.Arrivals(), MeanWork: w.MeanWork(),
 		Reconciles: float64(w.Reconciles) / w.Seconds(),

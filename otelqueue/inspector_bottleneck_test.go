@@ -122,6 +122,27 @@ func TestInspectorBottleneckStandbyAndUnknownWorkers(t *testing.T) {
 	}
 }
 
+// TestInspectorBottleneckNothingFinished: keys that came while no worker
+// took any give no class (a window in which nothing finished says nothing
+// of the limit, as the summary line's does), and the verdict asks whether
+// the workers run; an idle window is none.
+func TestInspectorBottleneckNothingFinished(t *testing.T) {
+	q, fc, _ := inspectedQueue(t, "inspected-no-worker-runs", otelqueue.WithWorkers(2))
+	_, fcIdle, _ := inspectedQueue(t, "inspected-idle", otelqueue.WithWorkers(2))
+	for i := range 100 {
+		q.Add(fmt.Sprintf("k-%d", i))
+	}
+	fc.Step(6 * time.Second)
+	fcIdle.Step(6 * time.Second)
+	page := (&otelqueue.Inspector{}).Page()
+	if b := queueOf(t, page, "inspected-no-worker-runs").Bottleneck; b.Class != "" || !strings.Contains(b.Verdict, "100 adds and no reconcile finished") || b.Recommended != 0 {
+		t.Errorf("100 keys, none taken: %+v, want no class, asking about the workers", b)
+	}
+	if b := queueOf(t, page, "inspected-idle").Bottleneck; b.Class != string(bottleneck.None) {
+		t.Errorf("an idle queue: %+v, want none", b)
+	}
+}
+
 // TestInspectorBottleneckNil: a nil Inspector keeps no windows: every look
 // classifies the time since the instrumentation.
 func TestInspectorBottleneckNil(t *testing.T) {
