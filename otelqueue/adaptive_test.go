@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -952,6 +953,52 @@ func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	}
 	if !slices.Equal(evChanges, logged) {
 		t.Errorf("span events %v, log lines %v: want one event for each change, all made at a Done", evChanges, logged)
+	}
+}
+
+// TestInspectorAdaptiveDecisions: the inspector shows the pool's last
+// decisions, the latest first, at most MaxDecisions: the ones its log lines
+// tell, with their figures.
+func TestInspectorAdaptiveDecisions(t *testing.T) {
+	a := newAdaptiveEnv(t)
+	h := &otelqueue.Inspector{}
+	if got := queueOf(t, h.Page(), queueName).Decisions; len(got) != 0 {
+		t.Fatalf("decisions before any: %+v", got)
+	}
+	// Loads that grow the pool and let it shrink, until it decided more
+	// often than the page keeps.
+	var logged []change
+	for range 10 {
+		a.grow(t)
+		a.d.run(30*time.Second, 10*time.Millisecond, 0) // no arrivals: the backlog drains
+		a.trickle(t, 40*time.Second)
+		if logged = a.logged(t); len(logged) > otelqueue.MaxDecisions {
+			break
+		}
+	}
+	if len(logged) <= otelqueue.MaxDecisions {
+		t.Fatalf("%d decisions logged, want more than the %d kept to see the oldest dropped", len(logged), otelqueue.MaxDecisions)
+	}
+	t.Logf("%d decisions: %v", len(logged), logged)
+	got := queueOf(t, h.Page(), queueName).Decisions
+	if len(got) != otelqueue.MaxDecisions {
+		t.Fatalf("%d decisions on the page, want %d", len(got), otelqueue.MaxDecisions)
+	}
+	for i, d := range got {
+		want := logged[len(logged)-1-i]
+		if (change{from: d.From, to: d.To, reason: d.Reason}) != want || d.Detail == "" {
+			t.Errorf("decision %d (latest first): %+v, want %v with its figures", i, d, want)
+		}
+		if i > 0 && d.At.After(got[i-1].At) {
+			t.Errorf("decision %d at %v is after the one before it on the page (%v): want the latest first", i, d.At, got[i-1].At)
+		}
+	}
+	if st := a.stats(t); !got[0].At.Equal(st.Changed) || got[0].Reason != st.Reason {
+		t.Errorf("the latest decision %+v, AdaptiveStats %+v: want the same", got[0], st)
+	}
+	_, html := get(t, h, http.MethodGet, "/", "")
+	if n := strings.Count(html, `data-field="decision"`); n != otelqueue.MaxDecisions {
+		t.Errorf("the HTML page shows %d decisions, want %d", n, otelqueue.MaxDecisions)
 	}
 }
 

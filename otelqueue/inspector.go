@@ -89,8 +89,11 @@ type InspectedQueue struct {
 	// MaxFailures): those of a Runner, of package controllerruntime's
 	// Reconciler, and those given to Instrumentation.RecordFailure.
 	Failures []InspectedFailure `json:"failures"`
-	// Adaptive is the adaptive pool's state, when the queue has one.
-	Adaptive *AdaptiveStats `json:"adaptive,omitempty"`
+	// Adaptive is the adaptive pool's state, when the queue has one, and
+	// Decisions its last decisions (at most MaxDecisions), the latest
+	// first.
+	Adaptive  *AdaptiveStats      `json:"adaptive,omitempty"`
+	Decisions []InspectedDecision `json:"decisions,omitempty"`
 	// Bottleneck is what limits the queue over this Inspector's last
 	// window.
 	Bottleneck *InspectedBottleneck `json:"bottleneck"`
@@ -276,6 +279,7 @@ func (i *Inspector) Page() InspectorPage {
 		if p := in.b.pool.Load(); p != nil {
 			a := p.Stats()
 			q.Adaptive = &a
+			q.Decisions = p.decisions()
 		}
 		workers := int(in.b.workerCount())
 		if workers == 0 {
@@ -404,6 +408,10 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <dt>over the last</dt><dd data-field="bottleneck-window">{{dur .Window}}{{if .Workers}}: workers {{.Workers}}, utilization {{printf "%.2f" .Utilization}}{{if .Recommended}}, recommended {{.Recommended}}{{end}}{{end}}; {{printf "%.1f" .Arrivals}} arrivals/s, {{printf "%.1f" .Reconciles}} reconciles/s{{if .MeanWork}} of {{dur .MeanWork}}{{end}}{{if .CPUCores}}; CPU {{printf "%.2f" .CPU}} of {{printf "%.2g" .CPUCores}} cores{{end}}</dd>{{end}}
 {{with .Adaptive}}<dt>adaptive workers</dt><dd data-field="adaptive">{{.Limit}} (min {{.Min}}, max {{.Max}}{{if .Ceiling}}, ceiling {{.Ceiling}}{{end}}{{if .Needed}}, demand {{.Needed}}{{end}}){{if .Changes}}; last change: {{.Reason}}, {{.Detail}}{{end}}</dd>{{end}}
 </dl>
+{{if .Decisions}}<h3>The adaptive pool's last decisions, latest first</h3>
+<table class="decisions"><tr><th>when</th><th>workers</th><th>reason</th><th>figures</th></tr>
+{{range .Decisions}}<tr data-field="decision"><td>{{.At.Format "15:04:05.000"}}</td><td class="num">{{if eq .From .To}}{{.To}} (held){{else}}{{.From}} → {{.To}}{{end}}</td><td>{{.Reason}}</td><td>{{.Detail}}</td></tr>
+{{end}}</table>{{end}}
 <h3>Waiting, by priority and reason</h3>
 {{if .Pending}}<table class="pending"><tr><th>priority</th><th>reason</th><th>keys</th></tr>
 {{range .Pending}}<tr><td class="num">{{.Priority}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>

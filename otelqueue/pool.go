@@ -70,6 +70,7 @@ type pool struct {
 	prev     snapshot
 	stats    AdaptiveStats
 	changes  map[Reason]uint64 // by reason
+	recent   decisionLog       // the last decisions, for the Inspector
 }
 
 // snapshot is a read of every cumulative signal.
@@ -163,6 +164,13 @@ func (p *pool) Stats() AdaptiveStats {
 	st := p.stats
 	st.Limit = int(p.limit.Load())
 	return st
+}
+
+// decisions returns the pool's last decisions, the latest first.
+func (p *pool) decisions() []InspectedDecision {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recent.last()
 }
 
 // observeChanges reports the changes by reason; byReason holds the
@@ -293,6 +301,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		p.changes[d.reason]++
 	}
 	p.stats.Reason, p.stats.Detail, p.stats.Changed = d.reason, d.detail, now
+	p.recent.add(InspectedDecision{At: now, From: from, To: d.to, Reason: d.reason, Detail: d.detail})
 	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", d.to, "reason", d.reason,
 		"detail", d.detail, "needed", f.needed, "busy", round2(f.busy), "usable", round2(f.usable),
 		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
