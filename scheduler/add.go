@@ -144,9 +144,9 @@ const (
 )
 
 // enqueueRequeue adds key at priority prio for trigger from source;
-// requeues is the rate limiter's failure count for rate-limited adds. Add and the other
-// entry points call it directly: in a generic instantiation a wrapper
-// between them is a call of its own on every add.
+// requeues is the rate limiter's failure count for rate-limited adds. Add
+// and the other entry points call it directly: in a generic instantiation
+// a wrapper between them is a call of its own on every add.
 func (s *Scheduler[K]) enqueueRequeue(key K, sc trace.SpanContext, delay time.Duration, kind addKind, trigger Trigger, source string, requeues, priority int) {
 	s.mu.Lock()
 	if s.shuttingDown {
