@@ -241,7 +241,12 @@ func (s *Scheduler[K]) startRunLocked(e *entry[K], r *addRequest, prio int) bool
 		x.deadline = min(x.deadline, target)
 	}
 	e.readyAt, e.reason, e.trigger = target, r.reason, r.trigger
-	e.setSource(r.source)
+	if r.source != "" {
+		// A new run's extras hold no source (resetRun and forgetLocked
+		// clear them): only a source to keep costs a step, written here
+		// since setSource is no inlined call in a generic instantiation.
+		e.ensureExtras().source = r.source
+	}
 	e.setPriority(prio)
 	switch {
 	case e.processing && !s.set.crOrder:

@@ -46,6 +46,9 @@ func reuse[T any](free *[]*T) *T {
 // freeProc recycles p, whose run is done. Its state must be procReady.
 func (s *Scheduler[K]) freeProc(p *proc[K]) {
 	p.started, p.prev, p.next, p.ctx = 0, nil, nil, nil
+	if p.source != "" {
+		p.source = ""
+	}
 	if p.observed {
 		p.observed = false
 		*p.o = procObs[K]{}

@@ -66,9 +66,9 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.processing = true
 
 	p := s.newProc()
-	p.timed, p.trigger, p.source = s.timed, e.trigger, ""
-	if x := e.extrasOrNil(); x != nil {
-		p.source = x.source
+	p.timed, p.trigger = s.timed, e.trigger
+	if x := e.extrasOrNil(); x != nil && x.source != "" {
+		p.source = x.source // cleared by freeProc
 	}
 	if s.changes {
 		takeChange(e, p)
