@@ -23,18 +23,15 @@ func (s *Scheduler[K]) Len() int {
 // once the queue is shut down and no ready key is left (at once with
 // Config.StopOnShutDown). Call Done with the key when its processing ends.
 func (s *Scheduler[K]) Get() (key K, shutdown bool) {
-	it, err := s.get(context.Background(), false)
-	if err != nil {
-		return key, true
-	}
-	return it.Key, false
+	key, err := s.get(context.Background(), nil)
+	return key, err != nil
 }
 
 // GetWithPriority is Get that also returns the priority of the key's run
 // (see AddOptions.Priority), as controller-runtime's priority queue does.
 func (s *Scheduler[K]) GetWithPriority() (key K, priority int, shutdown bool) {
-	it, err := s.get(context.Background(), true)
-	if err != nil {
+	var it Item[K]
+	if _, err := s.get(context.Background(), &it); err != nil {
 		return key, 0, true
 	}
 	return it.Key, it.Priority, false
@@ -47,18 +44,20 @@ func (s *Scheduler[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 // GetContext with a done ctx never blocks. Process the key in
 // item.Context() and call Done with item.Key when finished.
 func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
-	return s.get(ctx, true)
+	var it Item[K]
+	_, err := s.get(ctx, &it)
+	return it, err
 }
 
 // get waits for a ready key and hands it out, to the Observer first if one
-// is installed. The Item returned is whole when full is set; otherwise only
-// its key and context are set (Get needs no more).
-func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
-	var it Item[K]
+// is installed, and returns it. When it is not nil, it fills *it whole, its
+// context included; Get passes none, and so neither zeroes nor copies an
+// Item (a few hundred bytes) on every call.
+func (s *Scheduler[K]) get(ctx context.Context, it *Item[K]) (key K, err error) {
 	s.mu.Lock()
 	if err := s.waitReadyLocked(ctx); err != nil {
 		s.mu.Unlock()
-		return it, err
+		return key, err
 	}
 	e := s.ready.pop()
 	e.place = nowhere
@@ -90,16 +89,17 @@ func (s *Scheduler[K]) get(ctx context.Context, full bool) (Item[K], error) {
 	e.ensureSide().proc = p
 
 	if obs != nil {
-		return s.observeLocked(ctx, obs, e, p, wall, full), nil
+		return s.observeLocked(ctx, obs, e, p, wall, it), nil
 	}
-	it.Key = e.key
-	if full {
-		s.fillItem(&it, e, p.started, wall)
+	key = e.key
+	if it != nil {
+		it.Key = key
+		s.fillItem(it, e, p.started, wall)
+		it.ctx = ctx
 	}
 	s.resetRun(e)
 	s.mu.Unlock()
-	it.ctx = ctx
-	return it, nil
+	return key, nil
 }
 
 // waitReadyLocked waits until a key is ready, the queue is shut down with

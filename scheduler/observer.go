@@ -111,8 +111,8 @@ func (s *Scheduler[K]) Observer() Observer[K] {
 // Item the Observer sees lives with the proc p (it must not keep it), so that
 // neither path of get allocates one; the context Dequeued returns is
 // published in p without taking the lock again (see proc). It returns the
-// whole Item when full is set, else only its key and context.
-func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc[K], wall time.Time, full bool) Item[K] {
+// key, and fills *it whole, with that context, when it is not nil.
+func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *entry[K], p *proc[K], wall time.Time, it *Item[K]) K {
 	if p.o == nil {
 		p.o = new(procObs[K])
 	}
@@ -126,20 +126,18 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 
 	ctx = obs.Dequeued(ctx, itp)
 	p.ctx = ctx
-	var it Item[K]
-	if full {
-		it = *itp
-	} else {
-		it.Key = itp.Key
+	key := itp.Key
+	if it != nil {
+		*it = *itp
+		it.ctx = ctx
 	}
-	it.ctx = ctx
 	// From here a Done may recycle p: nothing of it is read after.
 	if !p.state.CompareAndSwap(procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
 		r := p.o.done
 		r.obs, r.ctx, r.started = obs, ctx, itp.DequeuedAt
-		r.send(it.Key)
+		r.send(key)
 	}
-	return it
+	return key
 }
