@@ -49,10 +49,10 @@ func (s *Scheduler[K]) GetContext(ctx context.Context) (Item[K], error) {
 	return it, err
 }
 
-// get waits for a ready key and hands it out, to the Observer first if one
-// is installed, and returns it. When it is not nil, it fills *it whole, its
-// context included; Get passes none, and so neither zeroes nor copies an
-// Item (a few hundred bytes) on every call.
+// get waits for a ready key, hands it out (to the Observer first, if one
+// is installed) and returns it. Given an Item (it not nil), it fills that
+// whole, its context included; Get gives none, so that it neither zeroes
+// nor copies an Item (a few hundred bytes) on every call.
 func (s *Scheduler[K]) get(ctx context.Context, it *Item[K]) (key K, err error) {
 	s.mu.Lock()
 	if err := s.waitReadyLocked(ctx); err != nil {
