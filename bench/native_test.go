@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"context"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -38,20 +36,7 @@ func startSchedulerOTelNative(tb testing.TB, name string) (func(string) string, 
 func checkNativeHistograms(t *testing.T, name string, ops int) {
 	t.Helper()
 	checkOTelHistograms(t, name, ops)
-	var rm metricdata.ResourceMetrics
-	if err := readers[name].Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.ExponentialHistogram[float64]); ok {
-				for _, dp := range h.DataPoints {
-					counts[m.Name] += dp.Count
-				}
-			}
-		}
-	}
+	counts := histogramCounts(t, name)
 	for _, m := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
 		if n := counts[m+otelqueuesdk.NativeSuffix]; n < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops: the native stream is not attached", name, m+otelqueuesdk.NativeSuffix, n, ops)

@@ -197,7 +197,8 @@ func checkSampledSpans(t *testing.T, name string, ops int) {
 var timeNow = time.Now
 
 // histogramCounts collects the ManualReader of the variant named name and
-// returns the count of each of its (explicit-bucket) histograms.
+// returns the count of each of its histograms, explicit-bucket and
+// exponential (a native stream has a name of its own).
 func histogramCounts(t *testing.T, name string) map[string]uint64 {
 	t.Helper()
 	r := readers[name]
@@ -211,7 +212,12 @@ func histogramCounts(t *testing.T, name string) map[string]uint64 {
 	counts := map[string]uint64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
+			switch h := m.Data.(type) {
+			case metricdata.Histogram[float64]:
+				for _, dp := range h.DataPoints {
+					counts[m.Name] += dp.Count
+				}
+			case metricdata.ExponentialHistogram[float64]:
 				for _, dp := range h.DataPoints {
 					counts[m.Name] += dp.Count
 				}
