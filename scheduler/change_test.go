@@ -20,11 +20,11 @@ type changeObs struct {
 func (o *changeObs) ObservesChanges() bool { return o.on }
 
 func (o *changeObs) ChangeDone(_ context.Context, key string, changed, ended time.Time) {
-	o.add("change " + key + " " + changed.Sub(t0).String() + " " + ended.Sub(t0).String())
+	o.Add("change " + key + " " + changed.Sub(t0).String() + " " + ended.Sub(t0).String())
 }
 
 func (o *changeObs) Done(ctx context.Context, key string, started, ended time.Time) {
-	o.add("done " + key)
+	o.Add("done " + key)
 	o.recObserver.Done(ctx, key, started, ended)
 }
 
@@ -53,7 +53,7 @@ func TestChanges(t *testing.T) {
 	fc.Step(2 * time.Second)
 	run("a", time.Second, nil)
 	want := []string{"change a 0s 3s", "done a"}
-	if got := obs.take(); !slices.Equal(got, want) {
+	if got := obs.Take(); !slices.Equal(got, want) {
 		t.Fatalf("one change: %q, want %q", got, want)
 	}
 
@@ -66,7 +66,7 @@ func TestChanges(t *testing.T) {
 	fc.Step(2 * time.Second) // the second backoff
 	run("b", time.Second, nil)
 	want = []string{"done b", "done b", "change b 3s 9s", "done b"}
-	if got := obs.take(); !slices.Equal(got, want) {
+	if got := obs.Take(); !slices.Equal(got, want) {
 		t.Fatalf("a change retried: %q, want %q", got, want)
 	}
 
@@ -74,12 +74,12 @@ func TestChanges(t *testing.T) {
 	s.AddAfter("c", time.Second)
 	fc.Step(time.Second)
 	run("c", time.Second, func() { s.AddAfter("c", time.Second) })
-	if got := obs.take(); !slices.Equal(got, []string{"done c"}) {
+	if got := obs.Take(); !slices.Equal(got, []string{"done c"}) {
 		t.Fatalf("a requeue's run: %q, want no change", got)
 	}
 	fc.Step(time.Second)
 	run("c", 0, nil)
-	obs.take()
+	obs.Take()
 
 	// Two changes coalesced count from the first; a change added while the
 	// run is in flight is the next run's.
@@ -97,7 +97,7 @@ func TestChanges(t *testing.T) {
 		"change d " + at.String() + " " + (at + 3*time.Second).String(), "done d",
 		"change d " + (at + 2*time.Second).String() + " " + (at + 4*time.Second).String(), "done d",
 	}
-	if got := obs.take(); !slices.Equal(got, want) {
+	if got := obs.Take(); !slices.Equal(got, want) {
 		t.Fatalf("coalesced and held changes: %q, want %q", got, want)
 	}
 
@@ -113,7 +113,7 @@ func TestChanges(t *testing.T) {
 	fc.Step(time.Second)
 	run("e", time.Second, nil)
 	want = []string{"done e", "change e " + at.String() + " " + (at + 3*time.Second).String(), "done e"}
-	if got := obs.take(); !slices.Equal(got, want) {
+	if got := obs.Take(); !slices.Equal(got, want) {
 		t.Fatalf("a failure with a change held: %q, want %q", got, want)
 	}
 }
@@ -128,7 +128,7 @@ func TestChangesOff(t *testing.T) {
 	mustGetKey(t, s, "a")
 	fc.Step(time.Second)
 	s.Done("a")
-	if got := obs.take(); !slices.Equal(got, []string{"done a"}) {
+	if got := obs.Take(); !slices.Equal(got, []string{"done a"}) {
 		t.Fatalf("calls %q, want only Done", got)
 	}
 }
@@ -165,14 +165,14 @@ func TestChangeDoneWhileDequeuedRuns(t *testing.T) {
 	<-obs.entered
 	fc.Step(2 * time.Second)
 	s.Done("a") // early: Dequeued has not returned
-	if calls := obs.take(); len(calls) != 0 {
+	if calls := obs.Take(); len(calls) != 0 {
 		t.Fatalf("calls before Dequeued returned: %q, want none", calls)
 	}
 	close(obs.release)
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if calls, want := obs.take(), []string{"change a 0s 3s", "done a"}; !slices.Equal(calls, want) {
+	if calls, want := obs.Take(), []string{"change a 0s 3s", "done a"}; !slices.Equal(calls, want) {
 		t.Errorf("calls %q, want %q", calls, want)
 	}
 }
@@ -192,7 +192,7 @@ func TestChangeFailedAtShutDown(t *testing.T) {
 	s.AddWithOptions(context.Background(), AddOptions{RateLimited: true}, "b")
 	s.Done("a")
 	s.Done("b")
-	if got, want := obs.take(), []string{"done a", "done b"}; !slices.Equal(got, want) {
+	if got, want := obs.Take(), []string{"done a", "done b"}; !slices.Equal(got, want) {
 		t.Errorf("calls %q, want %q: failed runs close no change", got, want)
 	}
 }

@@ -130,25 +130,7 @@ func sameSpans(a, b []trace.SpanContext) bool {
 // callLog records an Observer's calls as lines, for the tests of the
 // optional methods (ChangeDone, NextRun) that check which calls came, and
 // in what order.
-type callLog struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (l *callLog) add(call string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.calls = append(l.calls, call)
-}
-
-// take returns the calls logged since the last take.
-func (l *callLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.calls
-	l.calls = nil
-	return c
-}
+type callLog = testutil.Log[string]
 
 // recObserver records what the scheduler tells its Observer. Dequeued
 // returns a context carrying the span context set for the key with

@@ -13,7 +13,7 @@ type nextObs struct {
 }
 
 func (o *nextObs) NextRun(_ context.Context, key string, ended, next time.Time, trigger Trigger) {
-	o.add(key + " " + trigger.String() + " in " + next.Sub(ended).String())
+	o.Add(key + " " + trigger.String() + " in " + next.Sub(ended).String())
 }
 
 // TestNextRun: an Observer with NextRun hears, at a run's Done, when and
@@ -41,14 +41,14 @@ func TestNextRun(t *testing.T) {
 				tc.during()
 			}
 			s.Done(tc.key)
-			got := obs.take()
+			got := obs.Take()
 			if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
 				t.Errorf("OrderByAdd %v, %s: NextRun calls %q, want %q", crOrder, tc.key, got, tc.want)
 			}
 			for s.Len() > 0 { // the run added while it ran
 				s.Done(mustGet(t, s).Key)
 			}
-			obs.take()
+			obs.Take()
 		}
 	}
 }

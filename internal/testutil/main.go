@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -19,24 +18,10 @@ func Main(m *testing.M) {
 // otelErrors keeps what reaches otel.Handle once RecordOTelErrors is called.
 var otelErrors errorRecorder
 
-type errorRecorder struct {
-	mu   sync.Mutex
-	errs []error
-}
+// errorRecorder is an otel.ErrorHandler that keeps the errors.
+type errorRecorder struct{ Log[error] }
 
-func (r *errorRecorder) Handle(err error) {
-	r.mu.Lock()
-	r.errs = append(r.errs, err)
-	r.mu.Unlock()
-}
-
-func (r *errorRecorder) take() []error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	errs := r.errs
-	r.errs = nil
-	return errs
-}
+func (r *errorRecorder) Handle(err error) { r.Add(err) }
 
 // RecordOTelErrors makes otel.Handle keep the errors it gets, for
 // TakeOTelErrors and NoOTelErrors. Call it in TestMain, before Main; the
@@ -49,16 +34,16 @@ func RecordOTelErrors() {
 // TakeOTelErrors returns the errors that reached otel.Handle since the last
 // take (see RecordOTelErrors), and forgets them.
 func TakeOTelErrors() []error {
-	return otelErrors.take()
+	return otelErrors.Take()
 }
 
 // NoOTelErrors forgets the errors that reached otel.Handle until now and
 // makes the test fail, when it ends, if any error reached otel.Handle since
 // that the test did not take with TakeOTelErrors. It needs RecordOTelErrors.
 func NoOTelErrors(t testing.TB) {
-	otelErrors.take()
+	otelErrors.Take()
 	t.Cleanup(func() {
-		if errs := otelErrors.take(); len(errs) > 0 {
+		if errs := otelErrors.Take(); len(errs) > 0 {
 			t.Errorf("otel.Handle got %v", errs)
 		}
 	})
