@@ -31,6 +31,11 @@ const (
 	// go.memory.type ("stack" and "other"); this is one series without
 	// attributes that holds the total.
 	MetricGoMemoryUsed = "go.memory.used"
+	// MetricMemoryNeeded is the most memory the Go runtime will hold
+	// before its next collection (Sample.MemoryNeeded): the top of the
+	// sawtooth go.memory.used samples at random points of, which the
+	// recording rules' memory request holds the peak of.
+	MetricMemoryNeeded = "otelqueue.memory.needed"
 	// MetricCPULimit is the cgroup's CPU quota in cores
 	// (CgroupCPU.Limit); reported only when a quota is in force.
 	MetricCPULimit = "otelqueue.cpu.limit"
@@ -45,6 +50,15 @@ const (
 	// MetricCPUThrottledTime is how long in seconds the cgroup's threads
 	// were stopped (CgroupCPU.ThrottledTime).
 	MetricCPUThrottledTime = "otelqueue.cpu.throttled_time"
+	// MetricCPURunDelay is how long in seconds the process's threads waited
+	// on the node's run queues for a CPU (Sample.RunDelay); reported where
+	// it is read (Linux).
+	MetricCPURunDelay = "otelqueue.cpu.run_delay"
+	// MetricCPUGCIdle is the CPU seconds of the garbage collector's
+	// idle-priority marking (Sample.GCIdle), part of process.cpu.time.
+	MetricCPUGCIdle = "otelqueue.cpu.gc_idle"
+	// MetricCPUCount is the CPUs the process may run on (NumCPU).
+	MetricCPUCount = "otelqueue.cpu.count"
 	// MetricCacheObjects is the number of objects in the controller's
 	// informer caches, from WithCachedObjects; not reported without it.
 	MetricCacheObjects = "otelqueue.cache.objects"
@@ -93,9 +107,10 @@ func Instrument(opts ...Option) (*Instrumentation, error) {
 		return nil, err
 	}
 	inst := &Instrumentation{}
-	// A provider whose dynamic value cannot be compared (a struct with a
-	// slice, say) cannot be a map key: it goes unchecked.
-	if v := reflect.ValueOf(c.meterProvider); v.Comparable() {
+	// Providers are told apart by identity: a pointer (the SDK's). A value
+	// (noop.MeterProvider{}, which records nothing) equals every other of
+	// its type, and may not be comparable at all: it goes unchecked.
+	if v := reflect.ValueOf(c.meterProvider); v.Kind() == reflect.Pointer {
 		inst.key = c.meterProvider
 	}
 	live.Lock()
@@ -140,6 +155,10 @@ type instruments struct {
 	cpuTime          metric.Float64ObservableCounter
 	processorLimit   metric.Int64ObservableUpDownCounter
 	memoryUsed       metric.Int64ObservableUpDownCounter
+	memoryNeeded     metric.Int64ObservableGauge
+	runDelay         metric.Float64ObservableCounter
+	gcIdle           metric.Float64ObservableCounter
+	cpuCount         metric.Int64ObservableGauge
 	cpuLimit         metric.Float64ObservableGauge
 	periods          metric.Int64ObservableCounter
 	throttledPeriods metric.Int64ObservableCounter
@@ -182,6 +201,26 @@ func register(c *config) metric.Registration {
 		metric.WithDescription("Memory used by the Go runtime."))
 	if !made(in.memoryUsed, err) {
 		in.memoryUsed = nil
+	}
+	in.memoryNeeded, err = m.Int64ObservableGauge(MetricMemoryNeeded, metric.WithUnit("By"),
+		metric.WithDescription("The most memory the Go runtime will hold before its next garbage collection."))
+	if !made(in.memoryNeeded, err) {
+		in.memoryNeeded = nil
+	}
+	in.runDelay, err = m.Float64ObservableCounter(MetricCPURunDelay, metric.WithUnit("s"),
+		metric.WithDescription("Total time the process's threads waited on the node's run queues for a CPU."))
+	if !made(in.runDelay, err) {
+		in.runDelay = nil
+	}
+	in.gcIdle, err = m.Float64ObservableCounter(MetricCPUGCIdle, metric.WithUnit("s"),
+		metric.WithDescription("Total CPU time of the garbage collector's idle-priority marking, on processors with nothing else to run."))
+	if !made(in.gcIdle, err) {
+		in.gcIdle = nil
+	}
+	in.cpuCount, err = m.Int64ObservableGauge(MetricCPUCount, metric.WithUnit("{cpu}"),
+		metric.WithDescription("The CPUs the process may run on."))
+	if !made(in.cpuCount, err) {
+		in.cpuCount = nil
 	}
 	in.cpuLimit, err = m.Float64ObservableGauge(MetricCPULimit, metric.WithUnit("{cpu}"),
 		metric.WithDescription("CPU cores the cgroup's quota allows the process on average (quota/period), when a quota is set."))
@@ -235,6 +274,18 @@ func (in *instruments) observe(o metric.Observer, s Sample, objects func() int64
 	}
 	if in.memoryUsed != nil {
 		o.ObserveInt64(in.memoryUsed, clampInt64(s.MemoryUsed))
+	}
+	if in.memoryNeeded != nil {
+		o.ObserveInt64(in.memoryNeeded, clampInt64(s.MemoryNeeded))
+	}
+	if in.runDelay != nil && s.RunDelayKnown {
+		o.ObserveFloat64(in.runDelay, s.RunDelay.Seconds())
+	}
+	if in.gcIdle != nil {
+		o.ObserveFloat64(in.gcIdle, s.GCIdle.Seconds())
+	}
+	if in.cpuCount != nil && s.NumCPU > 0 {
+		o.ObserveInt64(in.cpuCount, int64(s.NumCPU))
 	}
 	if cg := s.Cgroup; cg.Known && cg.Limit > 0 {
 		if in.cpuLimit != nil {

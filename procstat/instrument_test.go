@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -112,7 +113,7 @@ func TestInstrument(t *testing.T) {
 		procstat.WithCachedObjects(func() int64 { return 4200 }))
 	rm := testutil.Collect(t, reader)
 	assertNames(t, rm,
-		procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed,
+		procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount,
 		procstat.MetricCPULimit, procstat.MetricCPUPeriods, procstat.MetricCPUThrottledPeriods,
 		procstat.MetricCPUThrottledTime, procstat.MetricCacheObjects)
 
@@ -146,8 +147,15 @@ func TestInstrument(t *testing.T) {
 		t.Errorf("process.cpu.time adds up to %vs, less than the %vs read before", cpu, want)
 	}
 	m = testutil.FindMetric(t, rm, procstat.ScopeName, procstat.MetricGoMemoryUsed)
-	if v := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value; v <= 0 {
-		t.Errorf("go.memory.used = %d", v)
+	used := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
+	if used <= 0 {
+		t.Errorf("go.memory.used = %d", used)
+	}
+	// The memory needed is at least what is used (both read in one
+	// callback, from one Sample).
+	m = testutil.FindMetric(t, rm, procstat.ScopeName, procstat.MetricMemoryNeeded)
+	if v := m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value; v < used {
+		t.Errorf("otelqueue.memory.needed = %d, under go.memory.used %d", v, used)
 	}
 }
 
@@ -162,7 +170,7 @@ func TestInstrumentWithoutQuota(t *testing.T) {
 			mp, reader := newProvider(t)
 			instrument(t, procstat.WithMeterProvider(mp), procstat.WithReader(r))
 			assertNames(t, testutil.Collect(t, reader),
-				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed)
+				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount)
 		})
 	}
 }
@@ -188,8 +196,7 @@ func TestInstrumentMisuse(t *testing.T) {
 		t.Errorf("after Stop, metrics %q are reported", got)
 	}
 	second := instrument(t, procstat.WithMeterProvider(mp))
-	assertNames(t, testutil.Collect(t, reader),
-		procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed)
+	assertNames(t, testutil.Collect(t, reader), realNames()...)
 	if err := second.Stop(); err != nil {
 		t.Errorf("Stop: %v", err)
 	}
@@ -204,6 +211,16 @@ func TestInstrumentMisuse(t *testing.T) {
 	var nilInst *procstat.Instrumentation
 	if err := nilInst.Stop(); err != nil {
 		t.Errorf("Stop of a nil Instrumentation: %v", err)
+	}
+
+	// Two no-op providers are two providers, though their values are equal.
+	noop1 := instrument(t, procstat.WithMeterProvider(metricnoop.NewMeterProvider()))
+	noop2 := instrument(t, procstat.WithMeterProvider(metricnoop.NewMeterProvider()))
+	_, _ = noop1.Stop(), noop2.Stop()
+
+	var nilReader *procstat.Reader
+	if s := nilReader.Read(); !s.CPUKnown && runtime.GOOS == "linux" || s.GOMAXPROCS < 1 {
+		t.Errorf("a nil Reader read %+v", s)
 	}
 
 	for name, opt := range map[string]procstat.Option{
@@ -233,8 +250,7 @@ func TestInstrumentGlobal(t *testing.T) {
 	if _, err := procstat.Instrument(procstat.WithMeterProvider(nil)); !errors.Is(err, procstat.ErrInstrumented) {
 		t.Errorf("second Instrument on the global provider: %v, want ErrInstrumented", err)
 	}
-	assertNames(t, testutil.Collect(t, reader),
-		procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed)
+	assertNames(t, testutil.Collect(t, reader), realNames()...)
 	_ = inst.Stop()
 }
 
@@ -339,10 +355,21 @@ func TestInstrumentCreationError(t *testing.T) {
 				t.Errorf("otel.Handle got %v, want the instrument's error", errs)
 			}
 			want := []string{
-				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed,
+				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount,
 				procstat.MetricCPULimit, procstat.MetricCPUPeriods, procstat.MetricCPUThrottledPeriods, procstat.MetricCPUThrottledTime,
 			}
 			assertNames(t, testutil.Collect(t, reader), slices.DeleteFunc(want, func(n string) bool { return n == fail })...)
 		})
 	}
+}
+
+// realNames are the metrics of the process read as it is, without a quota
+// (the test machine's): the run delay where Linux's schedstat has it.
+func realNames() []string {
+	names := []string{procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed,
+		procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount}
+	if procstat.Read().RunDelayKnown {
+		names = append(names, procstat.MetricCPURunDelay)
+	}
+	return names
 }

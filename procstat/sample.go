@@ -45,6 +45,32 @@ type Sample struct {
 	// /memory/classes/heap/released:bytes, the semantic conventions'
 	// go.memory.used.
 	MemoryUsed uint64
+	// HeapGoal is the heap size the garbage collector lets the heap grow
+	// to before its current cycle ends (/gc/heap/goal:bytes; GOGC and
+	// GOMEMLIMIT set it).
+	HeapGoal uint64
+	// RunDelay is how long the process's threads were runnable and waiting
+	// on a CPU's run queue so far (Linux's schedstat of each thread,
+	// summed; a thread that exits keeps what it added), RunDelayKnown
+	// whether it was read. Against the CPU time it says how much of the
+	// CPU the process asked for the node did not give it: other processes
+	// took it. A thread stopped by the cgroup's quota is throttled, not
+	// waiting: Cgroup's counters say that.
+	RunDelay      time.Duration
+	RunDelayKnown bool
+	// GCIdle is the CPU time the garbage collector spent marking on
+	// processors that had nothing else to run (runtime/metrics
+	// /cpu/classes/gc/mark/idle, the runtime's estimate, updated at each
+	// cycle's end): in User, but no demand of the process's work, since
+	// it runs only where that leaves the CPU idle.
+	GCIdle time.Duration
+	// MemoryNeeded is the most memory the Go runtime will hold before its
+	// next collection: MemoryUsed, plus the heap's growth to HeapGoal
+	// beyond the spans it holds already (/memory/classes/heap/objects,
+	// unused and free). A reading of MemoryUsed lands anywhere between a
+	// collection and the next; this is the top of that sawtooth, the
+	// figure a pod's memory must fit.
+	MemoryNeeded uint64
 }
 
 // SchedHistogram is a cumulative histogram of scheduling latencies in
@@ -75,9 +101,10 @@ type Reader struct {
 	// for procCgroupFile and procMountinfoFile.
 	cgroupFile, mountinfoFile string
 
-	mu     sync.Mutex
-	mounts []mount // of the last parse of mountinfoFile
-	parsed bool    // mounts holds a parse
+	mu       sync.Mutex
+	mounts   []mount // of the last parse of mountinfoFile
+	parsed   bool    // mounts holds a parse
+	runDelay runDelay
 }
 
 // defaultReader is the Reader of Read.
@@ -92,20 +119,36 @@ var runtimeMetrics = [...]string{
 	"/gc/heap/live:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
-	"/sched/latencies:seconds",
+	"/gc/heap/goal:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/cpu/classes/gc/mark/idle:cpu-seconds",
+	"/sched/latencies:seconds", // last: left out without sched
 }
 
 const (
 	metricHeapLive = iota
 	metricMemoryTotal
 	metricMemoryReleased
+	metricHeapGoal
+	metricHeapObjects
+	metricHeapUnused
+	metricHeapFree
+	metricGCIdle
 	metricSchedLatencies
 )
 
 // Read reads the process's CPU time, GOMAXPROCS and CPUs, its cgroup's
 // CPU limit and throttling counters, the runtime's scheduling latencies and
-// memory. It never fails: what cannot be read is reported as unknown.
-func (r *Reader) Read() Sample { return r.read(true) }
+// memory. It never fails: what cannot be read is reported as unknown. A
+// nil Reader reads as Read does.
+func (r *Reader) Read() Sample {
+	if r == nil {
+		return defaultReader.read(true) // a nil Reader reads as the package does
+	}
+	return r.read(true)
+}
 
 // read is Read; without sched, SchedLatency is left out (the callback of
 // the instruments has no use for it).
@@ -131,6 +174,15 @@ func (r *Reader) read(sched bool) Sample {
 	if total > released {
 		s.MemoryUsed = total - released
 	}
+	s.HeapGoal = uint64Metric(ms[metricHeapGoal])
+	spans := uint64Metric(ms[metricHeapObjects]) + uint64Metric(ms[metricHeapUnused]) + uint64Metric(ms[metricHeapFree])
+	s.MemoryNeeded = s.MemoryUsed
+	if s.HeapGoal > spans {
+		s.MemoryNeeded += s.HeapGoal - spans
+	}
+	if v := ms[metricGCIdle].Value; v.Kind() == metrics.KindFloat64 {
+		s.GCIdle = durationOf(v.Float64())
+	}
 	if sched && ms[metricSchedLatencies].Value.Kind() == metrics.KindFloat64Histogram {
 		h := ms[metricSchedLatencies].Value.Float64Histogram()
 		if len(h.Buckets) == len(h.Counts)+1 {
@@ -145,6 +197,9 @@ func (r *Reader) read(sched bool) Sample {
 		s.Cgroup = readCgroup(fsys, orDefault(r.cgroupFile, procCgroupFile), func(refresh bool) ([]mount, bool) {
 			return r.cgroupMounts(fsys, refresh)
 		})
+		r.mu.Lock()
+		s.RunDelay, s.RunDelayKnown = r.runDelay.read(fsys)
+		r.mu.Unlock()
 	}
 	return s
 }

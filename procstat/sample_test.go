@@ -1,13 +1,16 @@
 package procstat_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/otelqueue/otelqueue/procstat"
@@ -60,6 +63,38 @@ func TestRead(t *testing.T) {
 		t.Errorf("Cgroup = %+v on %s, want unknown", s.Cgroup, runtime.GOOS)
 	}
 	t.Logf("%+v", s.Cgroup)
+}
+
+// TestMemoryNeeded checks that the memory needed is the top of the
+// sawtooth: with a large live heap just collected, the heap may grow to
+// its goal (GOGC=100: twice the live heap) before the next collection,
+// which MemoryUsed, read right after the collection, does not hold yet.
+func TestMemoryNeeded(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	live := make([][]byte, 64)
+	for i := range live {
+		live[i] = make([]byte, 1<<20) // 64 MiB live
+	}
+	runtime.GC()
+	s := procstat.Read()
+	runtime.KeepAlive(live)
+	if s.HeapLive < 64<<20 {
+		t.Fatalf("HeapLive %d after keeping 64 MiB live", s.HeapLive)
+	}
+	if s.HeapGoal < s.HeapLive*19/10 {
+		t.Errorf("HeapGoal %d, want about twice HeapLive %d at GOGC=100", s.HeapGoal, s.HeapLive)
+	}
+	if s.MemoryNeeded < s.MemoryUsed {
+		t.Errorf("MemoryNeeded %d under MemoryUsed %d", s.MemoryNeeded, s.MemoryUsed)
+	}
+	// What the runtime holds beyond its heap's spans, plus the goal.
+	if s.MemoryNeeded < s.HeapGoal {
+		t.Errorf("MemoryNeeded %d under HeapGoal %d", s.MemoryNeeded, s.HeapGoal)
+	}
+	if s.MemoryUsed >= s.HeapGoal {
+		t.Logf("MemoryUsed %d already at the goal %d: the check above is weak on this run", s.MemoryUsed, s.HeapGoal)
+	}
+	t.Logf("live %d, used %d, goal %d, needed %d", s.HeapLive, s.MemoryUsed, s.HeapGoal, s.MemoryNeeded)
 }
 
 // TestReadConcurrently reads from many goroutines at once, through one
@@ -137,5 +172,36 @@ func BenchmarkRead(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Read()
+	}
+}
+
+// TestRunDelay checks the threads' run delay: summed over
+// /proc/self/task/*/schedstat, kept when a thread exits (the total never
+// goes back), unknown without the files; and read on this machine.
+func TestRunDelay(t *testing.T) {
+	schedstat := func(wait int64) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte(fmt.Sprintf("123456 %d 7\n", wait))}
+	}
+	fsys := fstest.MapFS{
+		"proc/self/task/10/schedstat": schedstat(1e9),
+		"proc/self/task/11/schedstat": schedstat(2e9),
+	}
+	r := procstat.NewFSReader(fsys, "proc/self/cgroup", "proc/self/mountinfo")
+	if s := r.Read(); !s.RunDelayKnown || s.RunDelay != 3*time.Second {
+		t.Fatalf("two threads of 1s and 2s: %v %v", s.RunDelay, s.RunDelayKnown)
+	}
+	delete(fsys, "proc/self/task/11/schedstat") // thread 11 exits
+	fsys["proc/self/task/10/schedstat"] = schedstat(1.5e9)
+	fsys["proc/self/task/12/schedstat"] = schedstat(0.25e9)
+	if s := r.Read(); s.RunDelay != 3750*time.Millisecond {
+		t.Errorf("after 11 exited, 10 grew by 0.5s and 12 came with 0.25s: %v, want 3.75s", s.RunDelay)
+	}
+	if s := procstat.NewFSReader(fstest.MapFS{}, "proc/self/cgroup", "proc/self/mountinfo").Read(); s.RunDelayKnown {
+		t.Error("run delay known without schedstat files")
+	}
+	if runtime.GOOS == "linux" {
+		if s := procstat.Read(); !s.RunDelayKnown {
+			t.Error("no run delay read on Linux (is /proc/self/task/*/schedstat there?)")
+		}
 	}
 }

@@ -48,6 +48,19 @@ type Window struct {
 	SchedP50, SchedP99 time.Duration
 	// HeapLive and MemoryUsed are those of the later sample.
 	HeapLive, MemoryUsed uint64
+	// RunDelay is how long the process's threads waited on run queues in
+	// the window (Sample.RunDelay), RunDelayKnown whether both samples had
+	// it; GCIdle the CPU of the garbage collector's idle-priority marking
+	// (Sample.GCIdle), part of CPU.
+	RunDelay      time.Duration
+	RunDelayKnown bool
+	GCIdle        time.Duration
+	// MaxProcs is GOMAXPROCS at the later sample; Available the cores the
+	// process may use whatever GOMAXPROCS says: the least of NumCPU and
+	// the cgroup's quota when one is set. MaxProcs below Available is a
+	// process that runs Go code on fewer threads than it may.
+	MaxProcs  int
+	Available float64
 }
 
 // Between returns what happened from a to b, b being the later sample. A
@@ -74,6 +87,17 @@ func Between(a, b Sample) Window {
 	}
 	w.throttling(a.Cgroup, b.Cgroup)
 	w.SchedP50, w.SchedP99 = schedQuantiles(a.SchedLatency, b.SchedLatency)
+	if a.RunDelayKnown && b.RunDelayKnown && b.RunDelay >= a.RunDelay {
+		w.RunDelayKnown, w.RunDelay = true, b.RunDelay-a.RunDelay
+	}
+	if b.GCIdle > a.GCIdle {
+		w.GCIdle = min(b.GCIdle-a.GCIdle, w.CPU)
+	}
+	w.MaxProcs = b.GOMAXPROCS
+	w.Available = float64(b.NumCPU)
+	if limit := b.Cgroup.Limit; b.Cgroup.Known && limit > 0 && (w.Available <= 0 || limit < w.Available) {
+		w.Available = limit
+	}
 	return w
 }
 

@@ -161,6 +161,8 @@ func TestBetween(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := procstat.Between(tt.a, tt.b)
+			// MaxProcs and Available: TestBetweenAvailable.
+			w.MaxProcs, w.Available = 0, 0
 			if w != tt.want {
 				t.Errorf("Between =\n%+v\nwant\n%+v", w, tt.want)
 			}
@@ -289,5 +291,40 @@ func TestBetweenRealSamples(t *testing.T) {
 	}
 	if w.CPUKnown && w.CPU < 20*time.Millisecond {
 		t.Errorf("CPU = %v after 100ms of busy work on %d goroutines", w.CPU, 4)
+	}
+}
+
+// TestBetweenAvailable checks the cores a process may use whatever its
+// GOMAXPROCS (the least of NumCPU and the quota) beside GOMAXPROCS itself,
+// and the run delay and the idle GC's CPU of the window.
+func TestBetweenAvailable(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name      string
+		procs     int
+		cpus      int
+		cg        procstat.CgroupCPU
+		available float64
+	}{
+		{"GOMAXPROCS below the CPUs", 1, 2, procstat.CgroupCPU{}, 2},
+		{"a quota under the CPUs", 2, 4, quota(1.5, 0, 0, 0), 1.5},
+		{"the CPUs under the quota", 2, 2, quota(3, 0, 0, 0), 2},
+	} {
+		w := procstat.Between(sample(0, 0, 0, tc.procs, tc.cpus, tc.cg), sample(s, s, 0, tc.procs, tc.cpus, tc.cg))
+		if w.MaxProcs != tc.procs || w.Available != tc.available {
+			t.Errorf("%s: MaxProcs %d, Available %v; want %d, %v", tc.name, w.MaxProcs, w.Available, tc.procs, tc.available)
+		}
+	}
+
+	a, b := sample(0, 0, 0, 2, 2, procstat.CgroupCPU{}), sample(2*s, 700*time.Millisecond, 100*time.Millisecond, 2, 2, procstat.CgroupCPU{})
+	a.RunDelay, a.RunDelayKnown, a.GCIdle = s, true, 100*time.Millisecond
+	b.RunDelay, b.RunDelayKnown, b.GCIdle = 2200*time.Millisecond, true, 300*time.Millisecond
+	w := procstat.Between(a, b)
+	if !w.RunDelayKnown || w.RunDelay != 1200*time.Millisecond || w.GCIdle != 200*time.Millisecond {
+		t.Errorf("RunDelay %v (known %v), GCIdle %v; want 1.2s, 200ms", w.RunDelay, w.RunDelayKnown, w.GCIdle)
+	}
+	b.RunDelayKnown = false
+	if w := procstat.Between(a, b); w.RunDelayKnown {
+		t.Error("RunDelay known with the second sample's unknown")
 	}
 }
