@@ -24,8 +24,9 @@ type Inspection[K comparable] struct {
 	// held until their run in flight is done. InFlight is the number of
 	// runs handed to workers and not yet Done.
 	Pending, InFlight int
-	// ByPriority counts the pending keys by priority and wait reason, the
-	// highest priority first, then by reason.
+	// ByPriority counts the pending keys by priority, wait reason and
+	// place, the highest priority first, then the ready, delayed and held
+	// keys, then by reason.
 	ByPriority []PendingCount
 	// Oldest are the pending keys that were enqueued first, the oldest
 	// first (of keys enqueued at one instant, the one ready first): at most
@@ -37,11 +38,15 @@ type Inspection[K comparable] struct {
 }
 
 // PendingCount is the number of pending keys of one priority and wait
-// reason.
+// reason, and where they are: ready (neither flag: Stats.Depth counts
+// them), delayed (Stats.Delayed) or held until their run in flight is done
+// (Stats.Held). A ready key keeps the reason it waited for: a key held
+// until its run ended is ready with the reason WaitHeld once it did.
 type PendingCount struct {
-	Priority int
-	Reason   WaitReason
-	Keys     int
+	Priority      int
+	Reason        WaitReason
+	Delayed, Held bool
+	Keys          int
 }
 
 // PendingKey describes a key with a run pending.
@@ -107,8 +112,9 @@ func (s *Scheduler[K]) Inspect(limit int) Inspection[K] {
 		in.At = s.at(now)
 	}
 	type countKey struct {
-		prio   int
-		reason WaitReason
+		prio          int
+		reason        WaitReason
+		delayed, held bool
 	}
 	counts := make(map[countKey]int)
 	oldest := make(entryHeap[K], 0, min(limit, len(s.entries)))
@@ -124,7 +130,7 @@ func (s *Scheduler[K]) Inspect(limit int) Inspection[K] {
 			continue
 		}
 		in.Pending++
-		counts[countKey{e.priority(), pendingReason(e)}]++
+		counts[countKey{e.priority(), pendingReason(e), e.place == inDelay, e.place == nowhere}]++
 		if limit == 0 {
 			continue
 		}
@@ -136,10 +142,22 @@ func (s *Scheduler[K]) Inspect(limit int) Inspection[K] {
 		}
 	}
 	for k, n := range counts {
-		in.ByPriority = append(in.ByPriority, PendingCount{Priority: k.prio, Reason: k.reason, Keys: n})
+		in.ByPriority = append(in.ByPriority, PendingCount{Priority: k.prio, Reason: k.reason, Delayed: k.delayed, Held: k.held, Keys: n})
+	}
+	place := func(c PendingCount) int { // ready, delayed, held
+		switch {
+		case c.Held:
+			return 2
+		case c.Delayed:
+			return 1
+		}
+		return 0
 	}
 	slices.SortFunc(in.ByPriority, func(a, b PendingCount) int {
 		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(place(a), place(b)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Reason, b.Reason)

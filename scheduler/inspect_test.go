@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 // TestInspect: the counts by priority and reason, the oldest pending keys
@@ -46,8 +48,8 @@ func TestInspect(t *testing.T) {
 	}
 	wantCounts := []PendingCount{
 		{Priority: 0, Reason: WaitImmediate, Keys: 2},
-		{Priority: 0, Reason: WaitDelayed, Keys: 1},
-		{Priority: 0, Reason: WaitHeld, Keys: 1},
+		{Priority: 0, Reason: WaitDelayed, Delayed: true, Keys: 1},
+		{Priority: 0, Reason: WaitHeld, Held: true, Keys: 1},
 	}
 	if !slices.Equal(in.ByPriority, wantCounts) {
 		t.Errorf("ByPriority = %+v, want %+v", in.ByPriority, wantCounts)
@@ -182,4 +184,73 @@ func TestInspectConcurrent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestInspectCountsAgree puts keys in every place with every reason they
+// can have there, and checks that the counts by place add up to Stats'
+// Depth, Delayed and Held: a key held until its run ended is ready, and
+// counted so, with the reason held.
+func TestInspectCountsAgree(t *testing.T) {
+	type pr struct {
+		place  string
+		reason WaitReason
+	}
+	check := func(t *testing.T, s *Scheduler[string], want []pr) {
+		t.Helper()
+		in, st := s.Inspect(100), s.Stats()
+		var ready, delayed, held int
+		var got []pr
+		for _, c := range in.ByPriority {
+			switch {
+			case c.Held:
+				held += c.Keys
+				got = append(got, pr{"held", c.Reason})
+			case c.Delayed:
+				delayed += c.Keys
+				got = append(got, pr{"delayed", c.Reason})
+			default:
+				ready += c.Keys
+				got = append(got, pr{"ready", c.Reason})
+			}
+		}
+		if ready != st.Depth || delayed != st.Delayed || held != st.Held || ready+delayed+held != in.Pending {
+			t.Errorf("counted %d ready, %d delayed, %d held of %d pending; Stats: depth %d, delayed %d, held %d", ready, delayed, held, in.Pending, st.Depth, st.Delayed, st.Held)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("places and reasons %v, want %v", got, want)
+		}
+		for _, p := range in.Oldest {
+			if p.Held && p.Reason != WaitHeld {
+				t.Errorf("%s: held with the reason %v", p.Key, p.Reason)
+			}
+		}
+	}
+	t.Run("plain", func(t *testing.T) {
+		cfg := named()
+		cfg.RateLimiter = testutil.ExpLimiter(time.Minute, time.Hour)
+		s, fc := newFake(t, cfg)
+		// Taken, then added again while in flight: held; one of them
+		// then ready with the reason held once its run ends.
+		for _, k := range []string{"was-held", "held"} {
+			s.Add(k)
+			if it, ok := tryGet(t, s); !ok || it.Key != k {
+				t.Fatalf("took %v, %t; want %s", it.Key, ok, k)
+			}
+			s.Add(k)
+		}
+		s.Add("immediate")
+		s.AddAfter("later", time.Minute)
+		s.AddRateLimited("backoff")
+		s.AddAfter("due", time.Second)
+		fc.Step(2 * time.Second) // "due" is due: ready, with the reason delayed
+		s.Done("was-held")
+		check(t, s, []pr{{"ready", WaitImmediate}, {"ready", WaitDelayed}, {"ready", WaitHeld}, {"delayed", WaitDelayed}, {"delayed", WaitRateLimited}, {"held", WaitHeld}})
+	})
+	t.Run("debounced", func(t *testing.T) {
+		cfg := named()
+		cfg.Debounce = time.Second
+		s, _ := newFake(t, cfg)
+		s.Add("a")
+		check(t, s, []pr{{"delayed", WaitDebounced}})
+	})
 }

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
 // Observer is the seam through which instrumentation sees each item's life
@@ -69,10 +71,14 @@ type wallClockObserver interface {
 	NeedsWallClock() bool
 }
 
-// SetObserver installs obs (nil removes it). Install it before the queue is
-// used: keys added earlier carry no times when the queue was unnamed. With an
-// Observer installed the queue reads the clock on every Add, Get and Done.
+// SetObserver installs obs (nil, or a typed nil, removes it). Install it
+// before the queue is used: keys added earlier carry no times when the queue
+// was unnamed. With an Observer installed the queue reads the clock on every
+// Add, Get and Done.
 func (s *Scheduler[K]) SetObserver(obs Observer[K]) {
+	if nilcheck.IsNil(obs) {
+		obs = nil
+	}
 	s.mu.Lock()
 	s.setObserverLocked(obs)
 	s.mu.Unlock()

@@ -252,3 +252,18 @@ func TestObserverDoneWhileDequeuedRuns(t *testing.T) {
 		t.Errorf("Stats = %+v, want nothing in flight or ready", st)
 	}
 }
+
+// TestSetObserverTypedNil: a typed nil Observer removes the Observer, as
+// nil does, rather than having its methods called on a nil receiver.
+func TestSetObserverTypedNil(t *testing.T) {
+	s, _ := newFake(t, named())
+	s.SetObserver(newRecObserver[string]())
+	var typedNil *recObserver[string]
+	s.SetObserver(typedNil)
+	if s.Observer() != nil {
+		t.Errorf("Observer() = %v after a typed nil, want nil", s.Observer())
+	}
+	s.Add("a")
+	key, _ := s.Get()
+	s.Done(key)
+}

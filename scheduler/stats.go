@@ -129,5 +129,5 @@ func (s *Scheduler[K]) DueWithin(d time.Duration) int {
 	}
 	now := s.now()
 	s.promoteLocked(now)
-	return s.delayed.countUpTo(now + int64(d))
+	return s.delayed.countUpTo(addSat(now, int64(d)))
 }

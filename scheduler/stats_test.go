@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -157,7 +158,7 @@ func TestDueWithin(t *testing.T) {
 		}
 		return n
 	}
-	for _, within := range []time.Duration{0, time.Second, 30 * time.Second, 60 * time.Second, 599 * time.Second, time.Hour} {
+	for _, within := range []time.Duration{0, time.Second, 30 * time.Second, 60 * time.Second, 599 * time.Second, time.Hour, math.MaxInt64} {
 		if got, want := s.DueWithin(within), count(0, within); got != want {
 			t.Errorf("DueWithin(%v) = %d, want %d", within, got, want)
 		}
@@ -169,6 +170,10 @@ func TestDueWithin(t *testing.T) {
 	fc.Step(60 * time.Second)
 	if got, want := s.DueWithin(60*time.Second), count(60*time.Second, 60*time.Second); got != want {
 		t.Errorf("60s later, DueWithin(60s) = %d, want %d (the keys due by now are ready)", got, want)
+	}
+	// Forever, from a clock past the scheduler's start: no overflow.
+	if got, want := s.DueWithin(math.MaxInt64), count(60*time.Second, time.Hour); got != want {
+		t.Errorf("60s later, DueWithin(MaxInt64) = %d, want %d (every delayed key)", got, want)
 	}
 	if st := s.Stats(); st.Depth != count(0, 60*time.Second) {
 		t.Errorf("depth %d, want %d", st.Depth, count(0, 60*time.Second))
