@@ -2,6 +2,7 @@ package traceparent
 
 import (
 	"context"
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -21,9 +22,10 @@ const header = "traceparent"
 // of WithAnnotation), formatted by the propagators (see WithPropagators),
 // before obj is written to the API server; it keeps obj's other
 // annotations. It reports whether it wrote one: ctx must carry a valid span
-// context, obj must not be nil, and the key must be valid.
+// context, obj must not be nil (nor a nil pointer, such as a nil
+// *corev1.ConfigMap), and the key must be valid.
 func Inject(ctx context.Context, obj Annotated, opts ...InjectOption) bool {
-	if obj == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+	if nilcheck.IsNil(obj) || !trace.SpanContextFromContext(ctx).IsValid() {
 		return false
 	}
 	c := injectConfig{key: Annotation}

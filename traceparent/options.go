@@ -1,9 +1,13 @@
 package traceparent
 
 import (
+	"fmt"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
 // InjectOption configures Inject.
@@ -47,7 +51,7 @@ func (f readerOptionFunc) applyReader(c *readerConfig) { f(c) }
 
 // WithPropagators sets the propagators that format and parse the
 // annotation's value; the global TextMapPropagator by default, and when p is
-// nil. When they write or read no traceparent (the global default before
+// nil (a typed nil is reported to otel.Handle). When they write or read no traceparent (the global default before
 // otel.SetTextMapPropagator is called, or Baggage alone), W3C trace context
 // is used.
 func WithPropagators(p propagation.TextMapPropagator) Option {
@@ -56,7 +60,7 @@ func WithPropagators(p propagation.TextMapPropagator) Option {
 
 // WithMeterProvider sets the MeterProvider through which a Reader counts
 // invalid annotations (MetricInvalid); the global one by default, and when
-// mp is nil.
+// mp is nil (a typed nil is reported to otel.Handle).
 func WithMeterProvider(mp metric.MeterProvider) ReaderOption {
 	return readerOptionFunc(func(c *readerConfig) { c.meterProvider = mp })
 }
@@ -69,8 +73,17 @@ func Trust() ReaderOption {
 }
 
 func propagatorsOrGlobal(p propagation.TextMapPropagator) propagation.TextMapPropagator {
-	if p == nil {
+	if nilcheck.IsNil(p) {
+		if p != nil {
+			otel.Handle(typedNil("WithPropagators", p))
+		}
 		return otel.GetTextMapPropagator()
 	}
 	return p
+}
+
+// typedNil is the error for a typed nil v given to option, which then
+// means the global one.
+func typedNil(option string, v any) error {
+	return fmt.Errorf("traceparent: %s was given a nil %T; the global one is used: pass one, or leave the option out", option, v)
 }

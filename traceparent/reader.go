@@ -2,6 +2,7 @@ package traceparent
 
 import (
 	"context"
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -51,7 +52,10 @@ func NewReader(opts ...ReaderOption) *Reader {
 		}
 	}
 	mp := c.meterProvider
-	if mp == nil {
+	if nilcheck.IsNil(mp) {
+		if mp != nil {
+			otel.Handle(typedNil("WithMeterProvider", mp))
+		}
 		mp = otel.GetMeterProvider()
 	}
 	r := &Reader{keys: []string{Annotation}, props: propagatorsOrGlobal(c.propagators), trust: c.trust}
@@ -81,9 +85,9 @@ func NewReader(opts ...ReaderOption) *Reader {
 
 // SpanContext returns the span context in obj's annotation, marked remote,
 // or an invalid one when the annotation is absent or unusable (counted in
-// Invalid when present but unusable).
+// Invalid when present but unusable), or obj is nil or a nil pointer.
 func (r *Reader) SpanContext(obj Annotated) trace.SpanContext {
-	if r == nil || obj == nil {
+	if r == nil || nilcheck.IsNil(obj) {
 		return trace.SpanContext{}
 	}
 	a := obj.GetAnnotations()
@@ -124,8 +128,11 @@ func (r *Reader) countInvalid() {
 
 // ContextWith returns ctx carrying the span context of obj's annotation, for
 // the scheduler's context-aware adds (AddContext, AddAfterContext), or ctx
-// itself when there is none.
+// itself when there is none; a nil ctx is context.Background().
 func (r *Reader) ContextWith(ctx context.Context, obj Annotated) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if sc := r.SpanContext(obj); sc.IsValid() {
 		return trace.ContextWithRemoteSpanContext(ctx, sc)
 	}

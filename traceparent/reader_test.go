@@ -6,9 +6,12 @@ import (
 	"sync"
 	"testing"
 
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -150,5 +153,52 @@ func TestReaderConcurrent(t *testing.T) {
 	}
 	if n := invalid(t, reader); n != 800 {
 		t.Errorf("%s = %d, want 800", traceparent.MetricInvalid, n)
+	}
+}
+
+// TestTypedNilObjects: a nil *ConfigMap, a nil pointer of a type that is
+// Annotated, reads nothing, adds nothing to a context and injects nothing,
+// where it panicked before (only an untyped nil was checked).
+func TestTypedNilObjects(t *testing.T) {
+	var cm *corev1.ConfigMap
+	var meta *metav1.ObjectMeta
+	r := traceparent.NewReader()
+	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "write")
+	defer span.End()
+	for _, obj := range []traceparent.Annotated{cm, meta} {
+		if sc := r.SpanContext(obj); sc.IsValid() {
+			t.Errorf("SpanContext(%T nil) = %v", obj, sc)
+		}
+		if got := r.ContextWith(context.Background(), obj); got != context.Background() {
+			t.Errorf("ContextWith(%T nil) changed the context", obj)
+		}
+		if traceparent.Inject(ctx, obj) {
+			t.Errorf("Inject(%T nil) wrote an annotation", obj)
+		}
+	}
+}
+
+// TestTypedNilOptions: a typed nil propagator or MeterProvider given as an
+// option is reported to otel.Handle and stands for the global one, as an
+// untyped nil does; ContextWith takes a nil ctx as context.Background().
+func TestTypedNilOptions(t *testing.T) {
+	testutil.TakeOTelErrors()
+	ctx, span := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "write")
+	defer span.End()
+	var nilProp *propagation.TraceContext
+	cm := &corev1.ConfigMap{}
+	traceparent.Inject(ctx, cm, traceparent.WithPropagators(nilProp)) // the global propagator writes nothing here
+	r := traceparent.NewReader(traceparent.WithPropagators(nilProp), traceparent.WithMeterProvider((*sdkmetric.MeterProvider)(nil)))
+	if errs := testutil.TakeOTelErrors(); len(errs) != 3 {
+		t.Errorf("otel.Handle got %v, want the three typed nils", errs)
+	}
+	valid := annotated("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	if sc := r.SpanContext(valid); !sc.IsValid() {
+		t.Errorf("a Reader given typed nils read %v, want the annotation's context", sc)
+	}
+	//lint:ignore SA1012 a nil ctx is the misuse under test
+	got := r.ContextWith(nil, valid) //nolint:staticcheck
+	if got == nil || !trace.SpanContextFromContext(got).IsValid() {
+		t.Errorf("ContextWith(nil, annotated) = %v, want a context with the annotation's span context", got)
 	}
 }
