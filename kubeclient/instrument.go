@@ -24,10 +24,12 @@ const (
 	// client-side rate limiter, as client-go's
 	// rest_client_rate_limiter_duration_seconds.
 	MetricRateLimiterDuration = "kubernetes.client.rate_limiter.duration"
-	// MetricWatches is the watch streams open (an informer holds one per
-	// resource it watches), by server.address, server.port and the
-	// request's group and resource: 0 for a resource a controller
-	// watches is a controller that sees no change (ReadWatchStats).
+	// MetricWatches is the watch streams open and carrying data (an
+	// informer holds one per resource it watches; a stream that asked for
+	// bookmarks and got nothing for StaleAfter is not counted until data
+	// comes again), by server.address, server.port and the request's group
+	// and resource: 0 for a resource a controller watches is a controller
+	// that sees no change (ReadWatchStats).
 	MetricWatches = "kubernetes.client.watches"
 )
 
@@ -83,9 +85,14 @@ var limiterBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 // cfg.Burst), which every client built from the config then shares.
 //
 // Instrument refuses a nil config, a config it returned or a copy of one
-// (instrumenting twice would count every request twice), a negative Burst
+// (instrumenting twice would count every request twice; a config wrapped
+// by a RoundTripper of the caller's after Instrument hides the first
+// instrumentation, and is accepted: its requests are counted once, by the
+// outer one), a negative Burst
 // with a positive QPS and no RateLimiter (client-go would refuse to build a
-// client from it), and nil providers given as options. Errors in creating
+// client from it), and a provider given as an option that is a typed nil
+// (a nil *sdkmetric.MeterProvider; an untyped nil is the global provider,
+// as in otelhttp's options). Errors in creating
 // instruments go to otel.Handle and leave the others working.
 func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 	if cfg == nil {
@@ -112,6 +119,9 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 		if _, ok := next.(*transport); ok {
 			return next // instrumented below: count once
 		}
+		if next == nil {
+			next = http.DefaultTransport // what an http.Client without a Transport uses
+		}
 		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request, watches: in.watches}
 	})
 	return out, nil
@@ -119,11 +129,19 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 
 // instrumented reports whether cfg's transport wrappers include this
 // package's: cfg came from Instrument (or is a copy of a config that did).
-func instrumented(cfg *rest.Config) bool {
+func instrumented(cfg *rest.Config) (ok bool) {
 	if cfg.WrapTransport == nil {
 		return false
 	}
-	_, ok := cfg.WrapTransport(http.DefaultTransport).(*transport)
+	// The wrappers get a transport of their own: one may configure the
+	// transport it is given (http.DefaultTransport is the process's) or
+	// panic on one it did not expect.
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	_, ok = cfg.WrapTransport(&http.Transport{}).(*transport)
 	return ok
 }
 

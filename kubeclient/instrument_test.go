@@ -416,3 +416,88 @@ func TestInstrumentKeepsEachClientsBudget(t *testing.T) {
 		t.Errorf("QPS -1: a limiter %v, want none", l)
 	}
 }
+
+// TestInstrumentedAgainBehindAWrapper: a config instrumented, then wrapped
+// by a RoundTripper of the user's (which hides the first instrumentation
+// from Instrument), then instrumented again, counts each request once, in
+// the metric and in the server's figures, both unsampled and under a span.
+func TestInstrumentedAgainBehindAWrapper(t *testing.T) {
+	srv := newAPIServer(t)
+	tel := newTelemetry(t)
+	first, err := kubeclient.Instrument(&rest.Config{Host: srv.URL, QPS: -1}, tel.options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Wrap(func(next http.RoundTripper) http.RoundTripper { return userRoundTripper{next} })
+	cs := tel.clientset(t, first) // Instrument again: accepted, it cannot see the first
+	before := kubeclient.ServerStats().Requests
+	if _, err := cs.CoreV1().ConfigMaps("demo").Get(context.Background(), "cm-1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := tel.tp.Tracer("t").Start(context.Background(), "reconcile")
+	if _, err := cs.CoreV1().ConfigMaps("demo").Get(ctx, "cm-1", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	span.End()
+	var n uint64
+	for _, p := range tel.requestPoints(t) {
+		n += p.Count
+	}
+	if n != 2 {
+		t.Errorf("%s counted %d requests, want the 2 made", kubeclient.MetricRequestDuration, n)
+	}
+	if got := kubeclient.ServerStats().Requests - before; got != 2 {
+		t.Errorf("the server's figures counted %d round trips, want 2", got)
+	}
+	if spans := testutil.SpansNamed(tel.spans.Ended(), "GET /api/v1/namespaces/{namespace}/configmaps/{name}"); len(spans) != 1 {
+		t.Errorf("%d client spans for the traced request, want 1", len(spans))
+	}
+}
+
+type userRoundTripper struct{ next http.RoundTripper }
+
+func (u userRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	return u.next.RoundTrip(req)
+}
+
+// TestInstrumentLeavesTheDefaultTransport: Instrument looks for an earlier
+// instrumentation through the config's wrappers without handing them the
+// process's http.DefaultTransport (a wrapper may configure the transport
+// it is given) and without a panic of theirs; a wrapper that returns nil
+// below the instrumentation leaves it http.DefaultTransport, as an
+// http.Client without a Transport does.
+func TestInstrumentLeavesTheDefaultTransport(t *testing.T) {
+	srv := newAPIServer(t)
+	tel := newTelemetry(t)
+	dt := http.DefaultTransport.(*http.Transport)
+	before := dt.MaxIdleConnsPerHost
+	cfg := &rest.Config{Host: srv.URL, QPS: -1}
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		next.(*http.Transport).MaxIdleConnsPerHost = before + 777 // a wrapper that tunes its transport
+		return next
+	})
+	if _, err := kubeclient.Instrument(cfg, tel.options()...); err != nil {
+		t.Fatal(err)
+	}
+	if dt.MaxIdleConnsPerHost != before {
+		t.Errorf("Instrument changed http.DefaultTransport: MaxIdleConnsPerHost %d, was %d", dt.MaxIdleConnsPerHost, before)
+	}
+
+	panics := &rest.Config{Host: srv.URL, QPS: -1}
+	panics.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		if _, ok := next.(userRoundTripper); !ok {
+			panic("a wrapper that expects its own transport below")
+		}
+		return next
+	})
+	if _, err := kubeclient.Instrument(panics, tel.options()...); err != nil {
+		t.Errorf("Instrument on a config whose wrapper panics: %v", err)
+	}
+
+	nilBelow := &rest.Config{Host: srv.URL, QPS: -1}
+	nilBelow.Wrap(func(http.RoundTripper) http.RoundTripper { return nil })
+	cs := tel.clientset(t, nilBelow)
+	if _, err := cs.CoreV1().ConfigMaps("demo").Get(context.Background(), "cm-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("a request through a wrapper that returned nil: %v", err)
+	}
+}

@@ -53,7 +53,7 @@ func parseRequest(method, path, rawQuery string, withTemplate bool) request {
 		return r
 	}
 	var seg [3]string // resource, name, first part of the subresource
-	var sub string    // the subresource, all of it
+	var sub string    // the subresource
 	namespaced := false
 	if ns, after, ok := strings.Cut(rest, "/"); ok && ns == "namespaces" {
 		// namespaces/{namespace}/{resource}...: unless it is
@@ -66,6 +66,10 @@ func parseRequest(method, path, rawQuery string, withTemplate bool) request {
 	}
 	seg[0], rest, _ = strings.Cut(rest, "/")
 	seg[1], sub, _ = strings.Cut(rest, "/")
+	// The subresource is one segment, as the API server's RequestInfo has
+	// it; what follows (a proxy's or a pod exec's path) is no part of it:
+	// one series per proxied path otherwise.
+	sub, more, _ := strings.Cut(sub, "/")
 	r.resource, r.name = seg[0], seg[1]
 	if r.resource == "" {
 		r.group = ""
@@ -85,6 +89,9 @@ func parseRequest(method, path, rawQuery string, withTemplate bool) request {
 			b.WriteString("/{name}")
 			if sub != "" {
 				b.WriteString("/" + sub)
+			}
+			if more != "" {
+				b.WriteString("/{path}")
 			}
 		}
 		r.template = b.String()

@@ -16,6 +16,10 @@ func TestParseRequest(t *testing.T) {
 		{"PATCH", "/apis/apps/v1/namespaces/demo/deployments/web/scale", "", request{verb: "patch", group: "apps", resource: "deployments/scale", namespace: "demo", name: "web", template: "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale"}},
 		{"DELETE", "/api/v1/namespaces/demo/pods", "", request{verb: "deletecollection", resource: "pods", namespace: "demo", template: "/api/v1/namespaces/{namespace}/pods"}},
 		{"DELETE", "/api/v1/namespaces/demo/pods/p", "", request{verb: "delete", resource: "pods", namespace: "demo", name: "p", template: "/api/v1/namespaces/{namespace}/pods/{name}"}},
+		// A proxy's path, or the rest after any subresource, is no part of
+		// the resource (one series per proxied path otherwise).
+		{"GET", "/api/v1/namespaces/demo/services/web:80/proxy/metrics/v2", "", request{verb: "get", resource: "services/proxy", namespace: "demo", name: "web:80", template: "/api/v1/namespaces/{namespace}/services/{name}/proxy/{path}"}},
+		{"GET", "/api/v1/nodes/node-1/proxy/stats/summary", "", request{verb: "get", resource: "nodes/proxy", name: "node-1", template: "/api/v1/nodes/{name}/proxy/{path}"}},
 		// The namespace resource itself.
 		{"GET", "/api/v1/namespaces/demo", "", request{verb: "get", resource: "namespaces", name: "demo", template: "/api/v1/namespaces/{name}"}},
 		{"GET", "/api/v1/namespaces", "", request{verb: "list", resource: "namespaces", template: "/api/v1/namespaces"}},

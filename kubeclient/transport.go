@@ -20,6 +20,10 @@ import (
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 )
 
+// measuredKey marks the context of a request an instrumented transport
+// measures, so that another one under it lets it through unmeasured.
+type measuredKey struct{}
+
 // transport measures every round trip of an instrumented config's clients.
 type transport struct {
 	next        http.RoundTripper
@@ -80,6 +84,13 @@ func (t *transport) recordOptions(k metricKey) []metric.RecordOption {
 // inside a reconcile attempt it also adds the round trip to the attempt.
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if ctx.Value(measuredKey{}) != nil {
+		// Measured by an instrumented transport wrapped around this one (a
+		// config instrumented again after a wrapper of its own hid the
+		// first instrumentation from Instrument): counted once, there.
+		return t.next.RoundTrip(req)
+	}
+	ctx = context.WithValue(ctx, measuredKey{}, struct{}{})
 	start := time.Now()
 	w := clientwork.FromContext(ctx)
 	if w != nil {
@@ -122,6 +133,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// that carries the span's context.
 		req = req.Clone(ctx)
 		t.propagators.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	} else {
+		req = req.WithContext(ctx)
 	}
 
 	resp, err := t.next.RoundTrip(req)
@@ -147,7 +160,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if k.port > 0 {
 			attrs = append(attrs, semconv.ServerPort(k.port))
 		}
-		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))})
+		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}, asksBookmarks(req.URL.RawQuery))
 	}
 
 	if span != nil && span.IsRecording() {

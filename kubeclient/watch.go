@@ -3,6 +3,8 @@ package kubeclient
 import (
 	"context"
 	"io"
+	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,14 +15,19 @@ import (
 // every client built from an instrumented config (the informers' above
 // all): what tells a controller that cannot see changes from an idle one.
 // An idle controller's informers hold their watches open, and the API
-// server sends bookmarks on them; a blind one has none open while its
+// server sends bookmarks on them (about every minute to a watch that asks
+// for them, as informers do); a blind one has none open while its
 // reflectors wait out their backoff (after the API server restarted, or
-// while a watch keeps failing: a missing RBAC rule, a network policy), and
-// its queue reads empty and idle all the same.
+// while a watch keeps failing: a missing RBAC rule, a network policy), or
+// holds one that carries nothing (a stream hung in a proxy, a server that
+// stopped sending), and its queue reads empty and idle all the same.
 type WatchStats struct {
-	// Open is the watch streams open now: established (2xx) and not yet
-	// ended or closed.
-	Open int
+	// Open is the watch streams open now and carrying data: established
+	// (2xx), not yet ended or closed, and, for a watch that asked for
+	// bookmarks, with data (an event or a bookmark) within StaleAfter.
+	// Stale is the streams open that asked for bookmarks and carried
+	// nothing for StaleAfter: not in Open, since they show nothing.
+	Open, Stale int
 	// Opened is the watch streams established so far; Ended those that
 	// ended since (closed by the client, or ended by the server or the
 	// network).
@@ -30,6 +37,14 @@ type WatchStats struct {
 	LastData, LastEnded time.Time
 }
 
+// StaleAfter is how long a watch stream that asked for bookmarks may carry
+// nothing before it counts as stale: twice the minute after which a
+// kube-apiserver sends a bookmark to a watch that has no event to send.
+const StaleAfter = 2 * time.Minute
+
+// staleAfter is StaleAfter, shorter in tests.
+var staleAfter = StaleAfter
+
 // bgCtx is the context of the watch counter's adds: a stream's end is
 // not its request's.
 var bgCtx = context.Background()
@@ -38,15 +53,20 @@ var bgCtx = context.Background()
 var watches struct {
 	opened, ended       atomic.Uint64
 	lastData, lastEnded atomic.Int64 // UnixNano; 0: never
+	open                sync.Map     // *watchBody: the streams not ended
 }
 
 // ReadWatchStats returns the process's watch streams now.
 func ReadWatchStats() WatchStats {
-	// Ended first: a stream that ends between the two loads is then
-	// counted open, never Open below zero.
-	ended := watches.ended.Load()
-	opened := watches.opened.Load()
-	s := WatchStats{Opened: opened, Ended: ended, Open: int(opened - min(opened, ended))}
+	s := WatchStats{Opened: watches.opened.Load(), Ended: watches.ended.Load()}
+	watches.open.Range(func(k, _ any) bool {
+		if k.(*watchBody).stale.Load() {
+			s.Stale++
+		} else {
+			s.Open++
+		}
+		return true
+	})
 	if ns := watches.lastData.Load(); ns != 0 {
 		s.LastData = time.Unix(0, ns)
 	}
@@ -56,27 +76,56 @@ func ReadWatchStats() WatchStats {
 	return s
 }
 
+// asksBookmarks says whether a watch's query asks for bookmarks.
+func asksBookmarks(rawQuery string) bool {
+	q, err := url.ParseQuery(rawQuery)
+	return err == nil && (q.Get("allowWatchBookmarks") == "true" || q.Get("allowWatchBookmarks") == "1")
+}
+
 // watchBody is the body of an established watch stream: it counts the
 // stream open until the first of its end (a read error, io.EOF included)
-// or its Close, and the time of the last data read.
+// or its Close, and the time of the last data read; a stream that asked
+// for bookmarks and carries nothing for staleAfter counts as stale until
+// data comes again (its timer).
 type watchBody struct {
 	io.ReadCloser
 	counter metric.Int64UpDownCounter
 	opts    []metric.AddOption
-	ended   atomic.Bool
+
+	mu    sync.Mutex // orders the counter's adds of end and of the timer
+	ended bool
+	stale atomic.Bool
+	timer *time.Timer  // nil without bookmarks
+	armed atomic.Int64 // UnixNano of the timer's last reset
 }
 
-// openWatch counts a watch stream established and returns its body.
-func openWatch(body io.ReadCloser, counter metric.Int64UpDownCounter, opts []metric.AddOption) *watchBody {
+// openWatch counts a watch stream established and returns its body;
+// bookmarks says whether it asked for them (and so may go stale).
+func openWatch(body io.ReadCloser, counter metric.Int64UpDownCounter, opts []metric.AddOption, bookmarks bool) *watchBody {
+	b := &watchBody{ReadCloser: body, counter: counter, opts: opts}
 	watches.opened.Add(1)
 	counter.Add(bgCtx, 1, opts...)
-	return &watchBody{ReadCloser: body, counter: counter, opts: opts}
+	watches.open.Store(b, struct{}{})
+	if bookmarks {
+		b.armed.Store(time.Now().UnixNano())
+		b.timer = time.AfterFunc(staleAfter, b.goStale)
+	}
+	return b
 }
 
 func (b *watchBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		watches.lastData.Store(time.Now().UnixNano())
+		now := time.Now().UnixNano()
+		watches.lastData.Store(now)
+		if b.timer != nil && (b.stale.Load() || now-b.armed.Load() > int64(time.Second)) {
+			// Re-armed at most once a second: a busy stream reads often.
+			b.armed.Store(now)
+			b.timer.Reset(staleAfter)
+			if b.stale.Load() {
+				b.fresh()
+			}
+		}
 	}
 	if err != nil {
 		b.end()
@@ -89,11 +138,46 @@ func (b *watchBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
+// goStale counts the stream stale: not open in the counter and WatchStats.
+func (b *watchBody) goStale() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended || b.stale.Load() {
+		return
+	}
+	if time.Since(time.Unix(0, b.armed.Load())) < staleAfter {
+		return // re-armed meanwhile
+	}
+	b.stale.Store(true)
+	b.counter.Add(bgCtx, -1, b.opts...)
+}
+
+// fresh counts a stale stream that carries data again as open.
+func (b *watchBody) fresh() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended || !b.stale.Load() {
+		return
+	}
+	b.stale.Store(false)
+	b.counter.Add(bgCtx, 1, b.opts...)
+}
+
 // end counts the stream ended, once.
 func (b *watchBody) end() {
-	if b.ended.CompareAndSwap(false, true) {
-		watches.lastEnded.Store(time.Now().UnixNano())
-		watches.ended.Add(1)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return
+	}
+	b.ended = true
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	watches.open.Delete(b)
+	watches.lastEnded.Store(time.Now().UnixNano())
+	watches.ended.Add(1)
+	if !b.stale.Load() {
 		b.counter.Add(bgCtx, -1, b.opts...)
 	}
 }

@@ -3,6 +3,7 @@ package kubeclient_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -137,5 +138,79 @@ func TestWatchStreams(t *testing.T) {
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 0 {
 		t.Errorf("%s of configmaps at the end: %d (reported %v), want 0", kubeclient.MetricWatches, v, ok)
+	}
+}
+
+// TestWatchStale: a watch that asked for bookmarks and carries nothing for
+// StaleAfter (here 100 ms) counts stale, not open, in WatchStats and
+// kubernetes.client.watches, though its stream is still established (a
+// stream hung in a proxy, a server that stopped sending); data again makes
+// it open; its end counts once. A watch that asked for no bookmarks may be
+// silent.
+func TestWatchStale(t *testing.T) {
+	defer kubeclient.SetStaleAfter(100 * time.Millisecond)()
+	send := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		event := func(rv int) {
+			cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "demo", ResourceVersion: fmt.Sprint(rv)}}
+			raw, _ := json.Marshal(cm)
+			_ = json.NewEncoder(w).Encode(metav1.WatchEvent{Type: string(watch.Modified), Object: runtime.RawExtension{Raw: raw}})
+			w.(http.Flusher).Flush()
+		}
+		event(1)
+		// Only the watch with bookmarks takes sends: the silent one's
+		// handler taking one left the test waiting on the other for good.
+		more := send
+		if r.URL.Query().Get("allowWatchBookmarks") != "true" {
+			more = nil
+		}
+		for rv := 2; ; rv++ {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-more:
+				event(rv)
+			}
+		}
+	}))
+	defer srv.Close()
+	tel := newTelemetry(t)
+	cs := tel.clientset(t, &rest.Config{Host: srv.URL})
+	before := kubeclient.ReadWatchStats()
+	w, err := cs.CoreV1().ConfigMaps("demo").Watch(context.Background(), metav1.ListOptions{AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-w.ResultChan()
+	silent, err := cs.CoreV1().ConfigMaps("demo").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-silent.ResultChan()
+	testutil.WaitFor(t, "the silent watch with bookmarks to go stale", func() bool {
+		s := kubeclient.ReadWatchStats()
+		return s.Stale == before.Stale+1 && s.Open == before.Open+1
+	})
+	if v, _ := watchesPoint(t, tel); v != 1 {
+		t.Errorf("%s with one of two watches stale: %d, want 1 (the one that asked for no bookmarks)", kubeclient.MetricWatches, v)
+	}
+	send <- struct{}{}
+	<-w.ResultChan()
+	if s := kubeclient.ReadWatchStats(); s.Stale != before.Stale || s.Open != before.Open+2 {
+		t.Errorf("after an event: %+v, want both open again (before %+v)", s, before)
+	}
+	if v, _ := watchesPoint(t, tel); v != 2 {
+		t.Errorf("%s after an event: %d, want 2", kubeclient.MetricWatches, v)
+	}
+	testutil.WaitFor(t, "stale again", func() bool { return kubeclient.ReadWatchStats().Stale == before.Stale+1 })
+	w.Stop()
+	silent.Stop()
+	testutil.WaitFor(t, "both ended", func() bool { return kubeclient.ReadWatchStats().Ended == before.Ended+2 })
+	if s := kubeclient.ReadWatchStats(); s.Stale != before.Stale || s.Open != before.Open {
+		t.Errorf("after both ended: %+v, want as before %+v", s, before)
+	}
+	if v, _ := watchesPoint(t, tel); v != 0 {
+		t.Errorf("%s after both ended: %d, want 0 (a stale stream's end is not counted twice)", kubeclient.MetricWatches, v)
 	}
 }
