@@ -36,6 +36,15 @@ type Figures struct {
 	// APIServer is how the API server answered the process's instrumented
 	// clients (its Known field says whether it was read).
 	APIServer APIServerUse
+	// CPUWaitShare is the time the process's threads waited on the node's
+	// run queues for a CPU over the work time (CPUUse.RunDelay over the
+	// workers' busy time): how much of the work the node's CPU held back.
+	// CPUWaitKnown says whether it was read: the run delay, at least a
+	// tenth of a core of it (less is the wakeups of a quiet process, which
+	// a short work time would magnify), and enough reconciles for a work
+	// time (MinReconciles).
+	CPUWaitShare float64
+	CPUWaitKnown bool
 }
 
 // CPUUse is the CPU of the process over a window, from the Go runtime and
@@ -55,14 +64,57 @@ type CPUUse struct {
 	// runnable, for a thread to run on (runtime/metrics
 	// /sched/latencies:seconds): shown beside the class, not a rule.
 	SchedLatencyP99 time.Duration
+	// GCIdle is the cores of Used that the garbage collector's
+	// idle-priority marking took: it runs only on processors with nothing
+	// else to do, so it is no demand of the process's work, and the
+	// utilization leaves it out (a large heap's idle marking made a quiet
+	// process read busy).
+	GCIdle float64
+	// RunDelay is the cores' worth of time the process's threads spent
+	// waiting on the node's run queues for a CPU (procstat's
+	// Window.RunDelay per second of the window), RunDelayKnown whether it
+	// was read: the CPU the node did not give them.
+	RunDelay      float64
+	RunDelayKnown bool
+	// MaxProcs is GOMAXPROCS, Available the cores the process may use
+	// whatever GOMAXPROCS says: the least of the node's CPUs and the
+	// cgroup's quota (0: unknown). MaxProcs under Available is a process
+	// that runs its Go code on fewer threads than it may.
+	MaxProcs  int
+	Available float64
 }
 
-// Utilization is Used over Cores, 0 when unknown.
+// Utilization is Used, less the idle GC's, over Cores; 0 when unknown.
 func (c CPUUse) Utilization() float64 {
 	if !c.Known || c.Cores <= 0 {
 		return 0
 	}
-	return c.Used / c.Cores
+	return max(0, c.Used-c.GCIdle) / c.Cores
+}
+
+// minCPU is the least CPU, in cores, that a wait for it is read against:
+// a tenth of a core. Under it, the waits are those of a quiet process's
+// wakeups, not of work held back.
+const minCPU = 0.1
+
+// Starved returns the share of the CPU the process's threads wanted that
+// the node did not give them: RunDelay over it and Used; false when unknown
+// or when they wanted less than a tenth of a core.
+func (c CPUUse) Starved() (float64, bool) {
+	if !c.Known || !c.RunDelayKnown || c.RunDelay+c.Used < minCPU {
+		return 0, false
+	}
+	return c.RunDelay / (c.RunDelay + c.Used), true
+}
+
+// maxProcsBound returns the share of GOMAXPROCS the process used (less the
+// idle GC's), and false unless GOMAXPROCS is below the cores it may use:
+// only then is GOMAXPROCS, not the CPU, what limits it.
+func (c CPUUse) maxProcsBound() (float64, bool) {
+	if !c.Known || c.MaxProcs <= 0 || c.Available <= 0 || float64(c.MaxProcs) > c.Available-0.01 {
+		return 0, false
+	}
+	return max(0, c.Used-c.GCIdle) / float64(c.MaxProcs), true
 }
 
 // Value returns the value of signal s and whether it was measured.
@@ -74,6 +126,10 @@ func (f Figures) Value(s Signal) (float64, bool) {
 		return f.APIServer.Latency.Seconds(), f.APIServer.Known && f.APIServer.LatencyKnown
 	case SignalCPUUtilization:
 		return f.CPU.Utilization(), f.CPU.Known && f.CPU.Cores > 0
+	case SignalCPUMaxProcs:
+		return f.CPU.maxProcsBound()
+	case SignalCPUWaitShare:
+		return f.CPUWaitShare, f.CPUWaitKnown
 	case SignalCPUThrottled:
 		return f.CPU.Throttled, f.CPU.Known && f.CPU.ThrottledKnown
 	case SignalRetryAfterShare:
@@ -174,9 +230,15 @@ func ProcessCPU(w procstat.Window) CPUUse {
 	if !w.CPUKnown || w.Duration <= 0 || w.Cores <= 0 {
 		return CPUUse{}
 	}
-	return CPUUse{
+	c := CPUUse{
 		Known: true, Used: w.Used(), Cores: w.Cores,
 		Throttled: w.Throttled, ThrottledKnown: w.ThrottledKnown,
 		SchedLatencyP99: w.SchedP99,
+		GCIdle:          w.GCIdle.Seconds() / w.Duration.Seconds(),
+		MaxProcs:        w.MaxProcs, Available: w.Available,
 	}
+	if w.RunDelayKnown {
+		c.RunDelay, c.RunDelayKnown = w.RunDelay.Seconds()/w.Duration.Seconds(), true
+	}
+	return c
 }

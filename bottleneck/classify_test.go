@@ -11,8 +11,8 @@ import (
 // signal of.
 func neutral() Figures {
 	return Figures{
-		CPU:    CPUUse{Known: true, Used: 0.5, Cores: 2, Throttled: 0, ThrottledKnown: true},
-		Client: true, AddsKnown: true, WorkKnown: true,
+		CPU:    CPUUse{Known: true, Used: 0.5, Cores: 2, Throttled: 0, ThrottledKnown: true, MaxProcs: 2, Available: 2},
+		Client: true, CPUWaitKnown: true, AddsKnown: true, WorkKnown: true,
 		Workers: 10, LittlesLaw: 10, Utilization: 0.5,
 		APIServer: APIServerUse{Known: true, LatencyKnown: true, Latency: 10 * time.Millisecond},
 	}
@@ -29,6 +29,11 @@ func set(f Figures, s Signal, v float64) Figures {
 		f.CPU.Used = v * f.CPU.Cores
 	case SignalCPUThrottled:
 		f.CPU.Throttled = v
+	case SignalCPUMaxProcs:
+		// GOMAXPROCS 1 on 2 CPUs: the process has 1 core, and used v.
+		f.CPU.MaxProcs, f.CPU.Available, f.CPU.Cores, f.CPU.Used = 1, 2, 1, v
+	case SignalCPUWaitShare:
+		f.CPUWaitShare = v
 	case SignalRetryAfterShare:
 		f.RetryAfterShare = v
 	case SignalRateLimiterShare:
@@ -91,6 +96,12 @@ func TestPrecedence(t *testing.T) {
 		if v.Rule.Signal != r.Signal && v.Rule.Class == r.Class {
 			t.Fatalf("rule %v held, want %v (the first of its class that holds)", v.Rule, r)
 		}
+		if r.Signal == SignalCPUMaxProcs {
+			// GOMAXPROCS no longer below the cores: the utilization, of
+			// the same CPU, is the next rule's.
+			f.CPU.Available = float64(f.CPU.MaxProcs)
+			continue
+		}
 		f = set(f, r.Signal, r.Threshold-0.2)
 	}
 	if v := Classify(f); v.Class != None || v.Figure != f.Utilization {
@@ -106,7 +117,7 @@ func TestUnknownHoldsNothing(t *testing.T) {
 	for _, r := range Rules() {
 		f = set(f, r.Signal, r.Threshold+0.5)
 	}
-	f.CPU.Known, f.Client, f.AddsKnown, f.WorkKnown, f.APIServer.Known = false, false, false, false, false
+	f.CPU.Known, f.Client, f.AddsKnown, f.WorkKnown, f.APIServer.Known, f.CPUWaitKnown = false, false, false, false, false, false
 	if v := Classify(f); v.Class != None {
 		t.Errorf("nothing measured: %v, want none", v)
 	}
@@ -264,4 +275,68 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("%s recommends %d with %d configured", v.Class, v.Recommend(workers, law), workers)
 		}
 	})
+}
+
+// TestCPUSignals checks what tells the three CPU limits apart: the idle
+// GC's marking is no use of the process's (a quiet process with a large
+// heap read 0.95); GOMAXPROCS below the cores the process may use is its
+// own rule, with its own advice (a GOMAXPROCS of 1 on 2 CPUs read "raise
+// the CPU limit", which there was none of); a node that gives the threads
+// much less than they want is cpu with no quota (a busy node read none).
+func TestCPUSignals(t *testing.T) {
+	f := neutral()
+	f.CPU.Used, f.CPU.GCIdle = 1.9, 0.4
+	if v := Classify(f); v.Class != None {
+		t.Errorf("1.9 of 2 cores used, 0.4 of them idle GC: %v, want none (1.5 of 2)", v)
+	}
+
+	f = neutral()
+	f.CPU.MaxProcs, f.CPU.Available, f.CPU.Cores, f.CPU.Used = 1, 2, 1, 0.95
+	v := Classify(f)
+	if v.Class != CPU || v.Rule.Signal != SignalCPUMaxProcs || !strings.Contains(v.Rule.Change, "raise GOMAXPROCS") {
+		t.Errorf("GOMAXPROCS 1 of 2 CPUs, 0.95 used: %v, want cpu by GOMAXPROCS, saying to raise it", v)
+	}
+	for _, c := range []CPUUse{
+		{Known: true, MaxProcs: 2, Available: 1.5, Used: 1.4, Cores: 1.5}, // the runtime's ceil of a 1.5 quota
+		{Known: true, MaxProcs: 2, Available: 2, Used: 1.9, Cores: 2},
+		{Known: true, MaxProcs: 1, Available: 0, Used: 0.95, Cores: 1}, // unknown
+	} {
+		if _, ok := c.maxProcsBound(); ok {
+			t.Errorf("%+v: bound by GOMAXPROCS, want not", c)
+		}
+	}
+
+	// A busy node: the threads waited 1.2 cores' worth of the 4 s a second
+	// the workers worked (0.3 of the work time), and got 0.4 of 2 cores.
+	w := Window{Duration: 10 * time.Second, Workers: 4, Adds: 200, Reconciles: 200, Busy: 40 * time.Second,
+		CPU: CPUUse{Known: true, Used: 0.4, Cores: 2, MaxProcs: 2, Available: 2, RunDelay: 1.2, RunDelayKnown: true}}
+	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare || math.Abs(v.Figure-0.3) > 1e-9 || !strings.Contains(v.Rule.Change, "CPU request") {
+		t.Errorf("a busy node: %v, want cpu by the CPU wait, 0.3 of the work time, saying to raise the request", v)
+	}
+	if st, ok := w.CPU.Starved(); !ok || math.Abs(st-0.75) > 1e-9 {
+		t.Errorf("Starved = %v, %v; want 1.2 of 1.6 wanted", st, ok)
+	}
+	// The same wait beside reconciles that mostly sleep (10 s of work a
+	// second): the node's CPU holds little of it back, Little's law speaks.
+	w.Busy = 100 * time.Second
+	if v := w.Classify(); v.Class == CPU {
+		t.Errorf("a CPU wait of 0.12 of the work time: %v, want no cpu", v)
+	}
+	// A quiet process's wakeups: its threads waited 0.05 of a core beside
+	// 5 reconciles of 1 ms a second. A tenth of a core of wait is the
+	// least read: under it, a short work time would magnify any wakeup.
+	q := Window{Duration: 10 * time.Second, Workers: 4, Adds: 50, Reconciles: 50, Busy: 50 * time.Millisecond,
+		CPU: CPUUse{Known: true, Used: 0.05, Cores: 2, MaxProcs: 2, Available: 2, RunDelay: 0.05, RunDelayKnown: true}}
+	if f := q.Figures(); f.CPUWaitKnown {
+		t.Errorf("a wait of 0.05 cores: CPU wait share %v known, want unknown", f.CPUWaitShare)
+	}
+	q.CPU.RunDelay = 0.1
+	if v := q.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare {
+		t.Errorf("a wait of a tenth of a core, 20 times the work time: %v, want cpu by the CPU wait", v)
+	}
+	f = w.Figures()
+	f.CPUWaitShare, f.CPUWaitKnown = 0.5, false
+	if v := Classify(f); v.Class == CPU {
+		t.Errorf("the CPU wait unknown: %v, want no cpu", v)
+	}
 }

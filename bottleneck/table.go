@@ -61,6 +61,13 @@ const (
 	// SignalCPUThrottled is the share of the cgroup's enforcement periods
 	// in which the process was throttled (0..1).
 	SignalCPUThrottled Signal = "cpu_throttled"
+	// SignalCPUMaxProcs is the CPU the process used over GOMAXPROCS, read
+	// only when GOMAXPROCS is below the cores it may use (the node's CPUs,
+	// its quota): then GOMAXPROCS, not the CPU, is its limit (0..1).
+	SignalCPUMaxProcs Signal = "cpu_maxprocs"
+	// SignalCPUWaitShare is the time the process's threads waited on the
+	// node's run queues for a CPU over the queue's work time (Figures.CPUWaitShare).
+	SignalCPUWaitShare Signal = "cpu_wait_share"
 	// SignalRetryAfterShare is the time waiting out Retry-After over the
 	// work time of the attempts that used an instrumented client.
 	SignalRetryAfterShare Signal = "retry_after_share"
@@ -100,8 +107,10 @@ const (
 	// CPUThrottledShare: the CPU class holds from this share of the
 	// cgroup's periods throttled.
 	CPUThrottledShare = 0.5
-	// DownstreamShare: server-throttling and client-rate-limit hold from
-	// this share of the work time spent waiting on the limit.
+
+	// DownstreamShare: server-throttling, client-rate-limit and the CPU
+	// class of a busy node hold from this share of the work time spent
+	// waiting on the limit (the server, the client, the node's CPU).
 	DownstreamShare = 0.25
 	// ErrorRetriesShare: errors holds above this share of the adds.
 	ErrorRetriesShare = 0.5
@@ -147,14 +156,24 @@ var rules = [...]Rule{
 		Change: "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster",
 	},
 	{
+		Class: CPU, Signal: SignalCPUMaxProcs, Threshold: CPUUtilizationShare, Inclusive: true,
+		Holds:  "the process used at least 90% of GOMAXPROCS, which is below the cores it may use (the node's CPUs, its CPU limit)",
+		Change: "raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers",
+	},
+	{
 		Class: CPU, Signal: SignalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
-		Holds:  "the process used at least 90% of the cores it has (the cgroup's CPU quota, else GOMAXPROCS)",
-		Change: "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores",
+		Holds:  "the process used at least 90% of the cores it has (the least of the cgroup's CPU quota and GOMAXPROCS), the idle GC's marking left out",
+		Change: "give the controller more CPU (its CPU limit, or a node with more) or make each reconcile cheaper; more workers only share the same cores",
 	},
 	{
 		Class: CPU, Signal: SignalCPUThrottled, Threshold: CPUThrottledShare, Inclusive: true,
 		Holds:  "the cgroup throttled the process in at least half of its CPU periods",
 		Change: "raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner",
+	},
+	{
+		Class: CPU, Signal: SignalCPUWaitShare, Threshold: DownstreamShare, Inclusive: true,
+		Holds:  "the process's threads waited on the node's run queues for a CPU at least a quarter of the work time, with no quota throttling them",
+		Change: "the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer",
 	},
 	{
 		Class: ServerThrottling, Signal: SignalRetryAfterShare, Threshold: DownstreamShare, Inclusive: true,

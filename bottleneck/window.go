@@ -11,6 +11,9 @@ import (
 // the workers' busy time, otelqueue.ClientStats) and the process's CPU over
 // the same interval (package procstat). Example_window shows how to fill it.
 type Window struct {
+	// Name is the queue's name (scheduler.Config.Name), for the
+	// recommendation of a process with several queues (Span).
+	Name string
 	// Duration is the interval's length.
 	Duration time.Duration
 	// Workers is the configured worker count (or an adaptive pool's count),
@@ -130,6 +133,12 @@ func (w Window) Figures() Figures {
 		f.RateLimiterShare = w.Client.Share(w.Client.RateLimiterWait)
 	}
 	f.ErrorRetries, f.AddsKnown = w.ErrorRetries()
+	if w.CPU.Known && w.CPU.RunDelayKnown && w.CPU.RunDelay >= minCPU && f.WorkKnown && w.Busy > 0 {
+		// The threads' wait is the process's, the busy time the queue's:
+		// a process whose CPU wait is a fair part of a queue's work time
+		// has that much of its work held back by the node.
+		f.CPUWaitShare, f.CPUWaitKnown = w.CPU.RunDelay*w.Seconds()/w.Busy.Seconds(), true
+	}
 	if f.WorkKnown {
 		f.LittlesLaw = w.LittlesLaw()
 	}
