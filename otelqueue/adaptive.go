@@ -12,6 +12,9 @@ import (
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
+// minAdaptiveInterval is the shortest AdaptiveWorkers.Interval.
+const minAdaptiveInterval = 100 * time.Millisecond
+
 // Defaults of AdaptiveWorkers.
 const (
 	// DefaultAdaptiveInterval is how often an adaptive pool decides.
@@ -39,7 +42,9 @@ const (
 // option's fields and AdaptiveStats stay.
 //
 // It is an option of NewRunner, where the Runner's worker count is the
-// starting count and the Runner runs Max goroutines, and of Instrument (so
+// starting count, the Runner starts as many goroutines as the pool's count
+// (more as it grows, up to Max), and the pool goes back to that count when
+// the queue's instrumentation stops, and of Instrument (so
 // of package controllerruntime's New and NewQueue), where it gates the
 // goroutines that call Get, such as controller-runtime's
 // MaxConcurrentReconciles, which is then the ceiling (see WithWorkers).
@@ -61,7 +66,8 @@ type AdaptiveWorkers struct {
 	// (Min when 0). A Runner starts at its worker count: leave Start 0, or
 	// equal to it.
 	Start int
-	// Interval is the time between decisions (DefaultAdaptiveInterval).
+	// Interval is the time between decisions (DefaultAdaptiveInterval), at
+	// least 100 ms.
 	// A change waits at least two intervals after the previous one.
 	Interval time.Duration
 	// WaitObjective is the queue wait that, with the workers busy, makes the
@@ -101,6 +107,8 @@ func (a *AdaptiveWorkers) check() error {
 	}
 	if a.Interval < 0 {
 		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval must not be negative, got %v: leave it 0 for %v", a.Interval, DefaultAdaptiveInterval))
+	} else if a.Interval > 0 && a.Interval < minAdaptiveInterval {
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval %v is under %v: a window that short holds no reconciles to decide on, and its ticker would burn a core; leave it 0 for %v", a.Interval, minAdaptiveInterval, DefaultAdaptiveInterval))
 	}
 	if a.WaitObjective < 0 {
 		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.WaitObjective must not be negative, got %v: leave it 0 for %v", a.WaitObjective, DefaultWaitObjective))
@@ -151,12 +159,15 @@ const (
 	// took as long as before: the downstream got slower for everyone, not
 	// from this queue's concurrency; the ceiling is lifted.
 	ReasonSlowerForAll Reason = "slower-for-all"
+	// ReasonUninstrumented: the queue's instrumentation stopped, and the
+	// pool, blind, went back to the Runner's worker count.
+	ReasonUninstrumented Reason = "uninstrumented"
 )
 
 // reasons are the Reason constants, for the attribute sets of
 // MetricWorkersChanges.
 var reasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
-	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll}
+	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll, ReasonUninstrumented}
 
 // AttrReason is the attribute of MetricWorkersChanges that holds the reason
 // of the changes.

@@ -509,8 +509,8 @@ func TestAdaptiveShutDownEndsPool(t *testing.T) {
 	}
 }
 
-// TestAdaptiveRunnerLifecycle checks an adaptive Runner: Run starts Max
-// workers, attaches the pool at the Runner's worker count (RunnerStats.Workers,
+// TestAdaptiveRunnerLifecycle checks an adaptive Runner: Run starts the
+// pool's count of workers, attaches the pool at the Runner's worker count (RunnerStats.Workers,
 // MetricWorkers and the queue's limit all say so), and detaches it when it
 // returns.
 func TestAdaptiveRunnerLifecycle(t *testing.T) {
@@ -535,8 +535,13 @@ func TestAdaptiveRunnerLifecycle(t *testing.T) {
 		t.Errorf("MaxInFlight() = %d, want 3", n)
 	}
 	assertMetrics(t, e.collect(t), noTime, workersGauge(queueAttrs, 3))
-	// Max workers wait for keys, whatever the limit.
-	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 8)
+	// As many workers wait for keys as the pool lets take them, not Max:
+	// the Runner starts more as the pool grows.
+	testutil.WaitBlocked(t, "waitReadyLocked", testutil.CondWait, 3)
+	time.Sleep(50 * time.Millisecond)
+	if n := testutil.BlockedIn("waitReadyLocked", testutil.CondWait); n != 3 {
+		t.Errorf("%d workers wait for keys, want the pool's 3 (not Max, 8)", n)
+	}
 	stop()
 	if _, ok := r.AdaptiveStats(); ok {
 		t.Errorf("Runner.AdaptiveStats reports a pool after Run returned")
@@ -1188,15 +1193,37 @@ func TestAdaptiveRunnerPausesUninstrumented(t *testing.T) {
 			t.Fatalf("tick %d with the queue not instrumented: %+v, want no decision", i+1, st)
 		}
 	}
+	if st, _ := r.AdaptiveStats(); st.Reason != otelqueue.ReasonUninstrumented || st.Limit != 1 {
+		t.Errorf("not instrumented: %+v, want the Runner's 1 worker for %s", st, otelqueue.ReasonUninstrumented)
+	}
 	inst, err := instrument(e.q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inst.Stop()
-	clk.Step(time.Second)
-	clk.tick(t)
-	// A backlog of 49 keys and one run of 9s: the demand needs more.
-	if st, _ := r.AdaptiveStats(); st.Changes != 1 || st.Reason != otelqueue.ReasonDemand || e.q.MaxInFlight() != st.Limit {
-		t.Errorf("instrumented again: %+v, MaxInFlight %d; want a grow for the demand", st, e.q.MaxInFlight())
+	// A window from the new instrumentation on: a backlog of 49 keys and
+	// one run that does not end, so the demand needs more once the window
+	// is long enough to judge.
+	for i := 0; ; i++ {
+		clk.Step(time.Second)
+		clk.tick(t)
+		st, _ := r.AdaptiveStats()
+		if st.Changes == 1 && st.Reason == otelqueue.ReasonDemand && e.q.MaxInFlight() == st.Limit {
+			break
+		}
+		if i == 10 {
+			t.Fatalf("instrumented again, 10 ticks later: %+v, MaxInFlight %d; want a grow for the demand", st, e.q.MaxInFlight())
+		}
+	}
+}
+
+// TestAdaptiveIntervalFloor: an Interval under 100 ms is refused, where
+// 1ns was accepted and an idle pool's ticker burned a core.
+func TestAdaptiveIntervalFloor(t *testing.T) {
+	q := scheduler.New(scheduler.Config[string]{Name: "floor"})
+	defer q.ShutDown()
+	_, err := otelqueue.Instrument(q, otelqueue.AdaptiveWorkers{Min: 1, Max: 4, Interval: time.Nanosecond})
+	if err == nil || !strings.Contains(err.Error(), "AdaptiveWorkers.Interval 1ns is under 100ms") {
+		t.Errorf("Interval 1ns: %v, want an error that names the floor", err)
 	}
 }

@@ -68,6 +68,7 @@ type config struct {
 	waitByPriority bool            // WithWaitByPriority
 	lateness       bool            // WithLateness
 	standby        <-chan struct{} // WithStandby
+	sizer          *Sizer          // WithSizer
 	errs           []error         // found by setDefaults, reported by validate
 }
 

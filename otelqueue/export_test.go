@@ -1,5 +1,11 @@
 package otelqueue
 
+import (
+	"k8s.io/utils/clock"
+
+	"github.com/otelqueue/otelqueue/procstat"
+)
+
 // Bindings returns the number of schedulers with a binding, for the test
 // that checks the bindings do not keep schedulers alive.
 func Bindings() int {
@@ -24,3 +30,23 @@ func Inspectables() int {
 	defer inspectables.mu.Unlock()
 	return len(inspectables.list)
 }
+
+// SetSizerClock makes s read c's time instead of the real clock's: its
+// readings' times, its spans and its ticker. Call it before s's first
+// queue joins.
+func SetSizerClock(s *Sizer, c clock.WithTicker) { s.clock = c }
+
+// SizerHistory is the number of spans s keeps, and of readings.
+func SizerHistory(s *Sizer) (spans, readings int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.history), len(s.readings)
+}
+
+// TickSizer makes s take a reading now, as Start does every Interval.
+func TickSizer(s *Sizer) { s.tick() }
+
+// SetSizerProcess makes s read the process from read instead of
+// procstat.Read: the CPU of a test on a fake clock, which the machine's
+// load must not change.
+func SetSizerProcess(s *Sizer, read func() procstat.Sample) { s.proc = read }

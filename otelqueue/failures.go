@@ -87,7 +87,7 @@ func failure(ctx context.Context, key string, outcome Outcome, err error, at tim
 // last MaxFailures failures are kept, with the error's text cut at
 // MaxFailureErrorLen bytes.
 func (i *Instrumentation) RecordFailure(ctx context.Context, key string, err error) {
-	if i == nil || i.b == nil || err == nil {
+	if err = safeError(err); i == nil || i.b == nil || err == nil {
 		return
 	}
 	if ctx == nil {

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -47,6 +49,10 @@ type Inspector struct {
 	// "{trace_id}" replaced by the id in hex, e.g.
 	// "http://127.0.0.1:16686/trace/{trace_id}" for Jaeger's UI.
 	TraceURL string
+	// Sizer, when set, puts its recommendation at the top of the page
+	// (InspectorPage.Recommendation): the workers, cores and memory the
+	// queues it sizes and their process need.
+	Sizer *Sizer
 
 	// mu guards looks: the start of each queue's current window, per
 	// Inspector (InspectedBottleneck).
@@ -64,8 +70,10 @@ const (
 // InspectorPage is what an Inspector shows, and its JSON form.
 type InspectorPage struct {
 	// At is when the page was made.
-	At     time.Time        `json:"at"`
-	Queues []InspectedQueue `json:"queues"`
+	At time.Time `json:"at"`
+	// Recommendation is the Inspector's Sizer's, nil without one.
+	Recommendation *bottleneck.Recommendation `json:"recommendation,omitempty"`
+	Queues         []InspectedQueue           `json:"queues"`
 }
 
 // InspectedQueue is one queue on an Inspector's page.
@@ -100,10 +108,13 @@ type InspectedQueue struct {
 }
 
 // InspectedCount is the number of keys waiting with one priority and wait
-// reason.
+// reason in one place: "ready" (counted in Depth), "delayed" (Delayed) or
+// "held" (Held). A key held until its run ended is ready, with the reason
+// held (scheduler.PendingCount).
 type InspectedCount struct {
 	Priority int    `json:"priority"`
 	Reason   string `json:"reason"`
+	Place    string `json:"place"`
 	Keys     int    `json:"keys"`
 }
 
@@ -252,7 +263,14 @@ func (i *Inspector) Page() InspectorPage {
 			Failures: in.b.failures.last(),
 		}
 		for _, c := range raw.ByPriority {
-			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Keys: c.Keys})
+			place := "ready"
+			switch {
+			case c.Held:
+				place = "held"
+			case c.Delayed:
+				place = "delayed"
+			}
+			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Place: place, Keys: c.Keys})
 		}
 		now := raw.At
 		for _, p := range raw.Oldest {
@@ -288,7 +306,13 @@ func (i *Inspector) Page() InspectorPage {
 		if workers == 0 {
 			workers = got.maxInFlight
 		}
-		if !now.IsZero() {
+		if w, since, ok := i.sizerWindow(in); ok {
+			q.Bottleneck = inspectedBottleneck(w, since)
+			if q.Standby {
+				q.Bottleneck.Class, q.Bottleneck.Recommended = "", 0
+				q.Bottleneck.Verdict = "none while standby: the workers wait for leadership"
+			}
+		} else if !now.IsZero() {
 			q.Bottleneck = i.bottleneckOf(in, in.reading(now, st, &proc), workers, q.Standby)
 		}
 		page.Queues = append(page.Queues, q)
@@ -300,7 +324,20 @@ func (i *Inspector) Page() InspectorPage {
 	}
 	i.forget(list, gone)
 	slices.SortStableFunc(page.Queues, func(a, b InspectedQueue) int { return cmp.Compare(a.Name, b.Name) })
+	if i != nil && i.Sizer != nil {
+		r := i.Sizer.Recommend()
+		page.Recommendation = &r
+	}
 	return page
+}
+
+// sizerWindow is the window of in's queue that the Inspector's Sizer read
+// last, when it sizes the queue: the same for every reader.
+func (i *Inspector) sizerWindow(in *inspectable) (bottleneck.Window, time.Time, bool) {
+	if i == nil || i.Sizer == nil {
+		return bottleneck.Window{}, time.Time{}, false
+	}
+	return i.Sizer.lastWindow(in.b)
 }
 
 // traceID is sc's trace id in hex, or "" for an invalid sc.
@@ -322,7 +359,7 @@ func (i *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	page := i.Page()
-	if r.URL.Query().Get("format") == "json" || strings.HasPrefix(r.Header.Get("Accept"), "application/json") {
+	if r.URL.Query().Get("format") == "json" || wantsJSON(r.Header.Values("Accept")) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -335,16 +372,55 @@ func (i *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i != nil {
 		traceURL = i.TraceURL
 	}
-	if err := inspectorTemplate.Execute(w, inspectorView{InspectorPage: page, traceURL: traceURL}); err != nil {
+	view := inspectorView{InspectorPage: page, traceURL: traceURL}
+	seen := map[string]int{}
+	for _, q := range page.Queues {
+		id := "queue-" + q.Name
+		if n := seen[q.Name]; n > 0 {
+			id = fmt.Sprintf("%s-%d", id, n+1)
+		}
+		seen[q.Name]++
+		view.IDs = append(view.IDs, id)
+	}
+	if err := inspectorTemplate.Execute(w, view); err != nil {
 		// The header is sent: all that is left is to say so in the page.
 		fmt.Fprintf(w, "<p>rendering the page failed: %s</p>", template.HTMLEscapeString(err.Error()))
 	}
 }
 
-// inspectorView is the page with what the template needs besides.
+// wantsJSON says whether the Accept headers prefer application/json to
+// HTML: a media range of application/json (or application/*) with a
+// quality above 0 and above text/html's. Without one, the page is HTML.
+func wantsJSON(accept []string) bool {
+	json, html := -1.0, -1.0
+	for _, h := range accept {
+		for _, r := range strings.Split(h, ",") {
+			media, params, _ := strings.Cut(r, ";")
+			q := 1.0
+			for _, p := range strings.Split(params, ";") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						q = f
+					}
+				}
+			}
+			switch strings.ToLower(strings.TrimSpace(media)) {
+			case "application/json":
+				json = max(json, q)
+			case "text/html", "text/*", "*/*":
+				html = max(html, q)
+			}
+		}
+	}
+	return json > 0 && json >= html
+}
+
+// inspectorView is the page with what the template needs besides: the
+// queues' element ids, unique though two queues have one name.
 type inspectorView struct {
 	InspectorPage
 	traceURL string
+	IDs      []string
 }
 
 // TraceLink returns the link of a trace id, or "" when no TraceURL is set.
@@ -353,6 +429,16 @@ func (v inspectorView) TraceLink(id string) string {
 		return ""
 	}
 	return strings.ReplaceAll(v.traceURL, "{trace_id}", id)
+}
+
+// breakAtSlashes is key, escaped, with a line break opportunity after each
+// "/": a key (namespace/name) wraps between its parts, never inside a name.
+func breakAtSlashes(key string) template.HTML {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		parts[i] = template.HTMLEscapeString(p)
+	}
+	return template.HTML(strings.Join(parts, "/<wbr>"))
 }
 
 // roundForPage shortens a duration for the page.
@@ -373,6 +459,11 @@ var inspectorTemplate = template.Must(template.New("inspector").Funcs(template.F
 	// pair makes the argument of the "trace" template: a trace id and its
 	// link (empty when none).
 	"pair": func(id, link string) map[string]string { return map[string]string{"ID": id, "Link": link} },
+	"wbr":  breakAtSlashes,
+	// mib is a whole number of MiB as a Kubernetes quantity ("24Mi");
+	// with a B after it, as GOMEMLIMIT takes it.
+	"mib":      func(b uint64) string { return fmt.Sprintf("%dMi", b>>20) },
+	"peakSpan": func() time.Duration { return bottleneck.PeakSpan },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -385,7 +476,7 @@ h3 { font-size: 1em; margin-bottom: 0.3em; }
 table { border-collapse: collapse; margin-bottom: 1em; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; font-variant-numeric: tabular-nums; }
 th { background: #f3f3f3; } td.num { text-align: right; }
-.key { font-family: ui-monospace, monospace; word-break: break-all; }
+.key { font-family: ui-monospace, monospace; white-space: nowrap; }
 .standby { color: #a60; font-weight: bold; } .muted, .source { color: #777; }
 dl.figures { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
 dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
@@ -394,9 +485,18 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <body>
 <h1>Queues</h1>
 <p class="muted">At {{.At.Format "2006-01-02 15:04:05.000 MST"}}. Read-only; reload for a new look. <a href="?format=json">JSON</a></p>
+{{with .Recommendation}}<section class="size" id="size">
+<h2>Size</h2>
+{{if .At.IsZero}}<p class="muted" data-field="size">Nothing measured yet.</p>{{else}}<dl class="figures">
+{{range .Queues}}<dt>workers of {{.Name}}</dt><dd data-field="size-workers" data-queue="{{.Name}}"><strong>{{if .Known}}{{.Run}}{{else}}unknown{{end}}</strong> {{.}}</dd>
+{{end}}<dt>CPU</dt><dd data-field="size-cpu">{{if .CPU.Known}}<strong>request {{printf "%.2f" .CPU.Request}}, limit {{printf "%.2f" .CPU.Limit}}</strong> {{end}}{{.CPU}}</dd>
+<dt>memory</dt><dd data-field="size-memory">{{if .Memory.Known}}<strong>request {{mib .Memory.Request}}, limit {{mib .Memory.Limit}}, GOMEMLIMIT={{mib .Memory.GOMEMLIMIT}}B</strong> {{end}}{{.Memory}}</dd>
+<dt>over</dt><dd data-field="size-over">{{if lt .Span peakSpan}}the {{dur .Over}} so far{{else}}the busiest {{dur .Span}} of the last {{dur .Over}}{{end}}</dd>
+</dl>{{end}}
+</section>{{end}}
 {{if not .Queues}}<p id="no-queues">No instrumented queue in this process.</p>{{end}}
-{{range .Queues}}{{$q := .}}
-<section class="queue" id="queue-{{.Name}}" data-queue="{{.Name}}">
+{{range $i, $q := .Queues}}
+<section class="queue" id="{{index $.IDs $i}}" data-queue="{{.Name}}">
 <h2>{{.Name}}{{if .Standby}} <span class="standby" data-field="standby">standby: waiting for leadership</span>{{end}}</h2>
 <dl class="figures">
 <dt>ready (depth)</dt><dd data-field="depth">{{.Depth}}</dd>
@@ -412,21 +512,21 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <table class="decisions"><tr><th>when</th><th>workers</th><th>reason</th><th>figures</th></tr>
 {{range .Decisions}}<tr data-field="decision"><td>{{.At.Format "15:04:05.000"}}</td><td class="num">{{if eq .From .To}}{{.To}} (held){{else}}{{.From}} → {{.To}}{{end}}</td><td>{{.Reason}}</td><td>{{.Detail}}</td></tr>
 {{end}}</table>{{end}}
-<h3>Waiting, by priority and reason</h3>
-{{if .Pending}}<table class="pending"><tr><th>priority</th><th>reason</th><th>keys</th></tr>
-{{range .Pending}}<tr><td class="num">{{.Priority}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>
+<h3>Waiting, by priority, place and reason</h3>
+{{if .Pending}}<table class="pending"><tr><th>priority</th><th>place</th><th>reason</th><th>keys</th></tr>
+{{range .Pending}}<tr data-place="{{.Place}}"><td class="num">{{.Priority}}</td><td>{{.Place}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>Waiting longest</h3>
 {{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>trigger</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
-{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
+{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
 <h3>In flight, longest first</h3>
 {{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trigger</th><th>trace</th></tr>
-{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
 <h3>Last failures, latest first</h3>
 {{if .Failures}}<table class="failures"><tr><th>key</th><th>when</th><th>outcome</th><th>error</th><th>trace</th></tr>
-{{range .Failures}}<tr data-key="{{.Key}}"><td class="key">{{.Key}}</td><td>{{.At.Format "15:04:05.000"}}</td><td>{{.Outcome}}</td><td class="error">{{.Error}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
+{{range .Failures}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td>{{.At.Format "15:04:05.000"}}</td><td>{{.Outcome}}</td><td class="error">{{.Error}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
 {{end}}</table>{{else}}<p class="muted">No failure since the queue was instrumented.</p>{{end}}
 </section>
 {{end}}

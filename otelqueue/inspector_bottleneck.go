@@ -19,12 +19,16 @@ import (
 const MinBottleneckWindow = 5 * time.Second
 
 // InspectedBottleneck is what limits a queue (package bottleneck's table)
-// over a window of an Inspector's: from its previous look that ended a
-// window to this one, or, at its first look at a queue, from when the
-// queue was instrumented. An Inspector keeps its windows apart from other
-// Inspectors'. The window holds whole-queue counters only (scheduler.Stats,
-// ClientStats and the process's CPU), read at each look: nothing is
-// recorded for it between looks.
+// over a window. For a queue the Inspector's Sizer sizes, the window is the
+// Sizer's last (between its last two readings, Sizer.Interval apart, the
+// workers the more of its two ends): the same for every reader and every
+// look until the next reading, with the process's CPU from the first look
+// on. Otherwise it is an Inspector's own: from its previous look that
+// ended a window to this one, or, at its first look at a queue, from when
+// the queue was instrumented, kept apart from other Inspectors'. Either
+// way the window holds whole-queue counters only (scheduler.Stats,
+// ClientStats and the process's CPU): nothing is recorded for it on the
+// queue's hot path.
 type InspectedBottleneck struct {
 	// Class is the bottleneck class (bottleneck.Class), "" while unknown:
 	// the queue's first window is shorter than MinBottleneckWindow, the
@@ -65,9 +69,10 @@ type InspectedBottleneck struct {
 // queueReading is one reading of a queue's cumulative counters, the end
 // of one of an Inspector's windows and the start of the next.
 type queueReading struct {
-	at     time.Time // on the queue's clock
-	q      scheduler.Stats
-	client ClientStats
+	at      time.Time // on the queue's clock
+	q       scheduler.Stats
+	client  ClientStats
+	workers int // the worker count then (a Sizer's readings), 0: unknown
 	// server is the process's API round trips, cpu its CPU; read only for
 	// a queue on the real clock (cpuKnown), whose windows are the
 	// process's time.
@@ -151,30 +156,22 @@ func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int,
 // classifyWindow classifies the window from a to b as the examples'
 // summary line does (package bottleneck's Window).
 func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
-	w := bottleneck.Window{
-		Duration: b.at.Sub(a.at), Workers: workers,
-		Adds: b.q.Adds - a.q.Adds, Coalesced: b.q.Coalesced - a.q.Coalesced,
-		Retries: b.q.Retries - a.q.Retries, DelayedAdds: b.q.DelayedAdds - a.q.DelayedAdds,
-		Reconciles: b.q.Finished - a.q.Finished,
-		Busy:       max(0, b.q.Busy-a.q.Busy),
-	}
-	if b.client.Attempts > a.client.Attempts {
-		// The attempts that used an instrumented client and ended in the
-		// window; the API server's figures count for a queue whose
-		// reconciles call it.
-		w.Client = bottleneck.Client{
-			Used: true, Work: b.client.Work - a.client.Work,
-			RateLimiterWait: b.client.RateLimiterWait - a.client.RateLimiterWait,
-			RequestTime:     b.client.RequestTime - a.client.RequestTime,
-			RetryAfterWait:  b.client.RetryAfterWait - a.client.RetryAfterWait,
-		}
-		if a.cpuKnown && b.cpuKnown {
-			w.APIServer = bottleneck.APIServerBetween(a.server, b.server)
-		}
+	w := queueWindow(a, b, workers)
+	if w.Client.Used && a.cpuKnown && b.cpuKnown {
+		// The API server's figures count for a queue whose reconciles
+		// call it.
+		w.APIServer = bottleneck.APIServerBetween(a.server, b.server)
 	}
 	if a.cpuKnown && b.cpuKnown {
 		w.CPU = bottleneck.ProcessCPU(procstat.Between(a.cpu, b.cpu))
 	}
+	return inspectedBottleneck(w, a.at)
+}
+
+// inspectedBottleneck is what the page says of the window w, which began
+// at since.
+func inspectedBottleneck(w bottleneck.Window, since time.Time) *InspectedBottleneck {
+	workers := w.Workers
 	v := w.Classify()
 	// The figures of bottleneck.Verdict's String, without its
 	// "bottleneck=<class>" the page shows apart.
@@ -194,7 +191,7 @@ func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
 	}
 	out := &InspectedBottleneck{
 		Class: class, Verdict: verdict,
-		Since: a.at, Window: w.Duration, Workers: workers,
+		Since: since, Window: w.Duration, Workers: workers,
 		Utilization: w.Utilization(), Arrivals: w.Arrivals(), MeanWork: w.MeanWork(),
 		Reconciles: float64(w.Reconciles) / w.Seconds(),
 	}

@@ -17,7 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	testingclock "k8s.io/utils/clock/testing"
@@ -292,16 +294,52 @@ func TestInspectorFailures(t *testing.T) {
 }
 
 // TestInspectorDropsCollectedQueues: a queue instrumented and dropped
-// without Stop is not kept alive by the Inspector, and leaves its list.
+// without Stop is not kept alive by the Inspector, nor by a MeterProvider
+// that holds its callback (an SDK's, which a program keeps for its life),
+// and leaves the Inspector's list.
 func TestInspectorDropsCollectedQueues(t *testing.T) {
+	for name, mp := range map[string]metric.MeterProvider{
+		"no-op":         metricnoop.NewMeterProvider(),
+		"SDK":           sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
+		"SDK, sized":    sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
+		"SDK, standby":  sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
+		"SDK, adaptive": sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := []otelqueue.Option{otelqueue.WithMeterProvider(mp), otelqueue.WithClientTime()}
+			switch name {
+			case "SDK, sized":
+				opts = append(opts, otelqueue.WithSizer(&otelqueue.Sizer{}))
+			case "SDK, standby":
+				opts = append(opts, otelqueue.WithStandby(make(chan struct{})))
+			case "SDK, adaptive":
+				opts = append(opts, otelqueue.AdaptiveWorkers{Min: 1, Max: 4})
+			}
+			dropped(t, opts...)
+		})
+	}
+}
+
+func dropped(t *testing.T, opts ...otelqueue.Option) {
 	before := otelqueue.Inspectables()
+	collected := make(chan struct{})
 	func() {
 		q := scheduler.New(scheduler.Config[string]{Name: "inspected-dropped"})
-		if _, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(metricnoop.NewMeterProvider())); err != nil {
+		runtime.AddCleanup(q, func(c chan struct{}) { close(c) }, collected)
+		if _, err := otelqueue.Instrument(q, opts...); err != nil {
 			t.Fatal(err)
 		}
 		q.Add("a")
 	}()
+	testutil.WaitFor(t, "the dropped queue to be collected", func() bool {
+		runtime.GC()
+		select {
+		case <-collected:
+			return true
+		default:
+			return false
+		}
+	})
 	if n := otelqueue.Inspectables(); n != before+1 {
 		t.Fatalf("%d inspectables after Instrument, want %d", n, before+1)
 	}

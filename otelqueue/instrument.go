@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -90,10 +92,12 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	stopStandby := func() {}
 	if sb != nil {
 		b.standby.Store(sb)
-		stop, exited := make(chan struct{}), make(chan struct{})
+		stop, exited, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		runtime.AddCleanup(s, func(gone chan struct{}) { close(gone) }, gone)
+		shutDown := hooks.ShutDownCh
 		go func() {
 			defer close(exited)
-			sb.watch(stop)
+			sb.watch(stop, shutDown, gone)
 		}()
 		stopStandby = func() {
 			close(stop)
@@ -109,10 +113,12 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 			compareAndSwapObserver(s, obs, nil)
 			return nil, err
 		}
-		stop, exited := make(chan struct{}), make(chan struct{})
+		stop, exited, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		runtime.AddCleanup(s, func(gone chan struct{}) { close(gone) }, gone)
+		shutDown := hooks.ShutDownCh
 		go func() {
 			defer close(exited)
-			p.run(stop, hooks.ShutDownCh)
+			p.run(stop, shutDown, gone)
 		}()
 		stopPool = func() {
 			close(stop)
@@ -124,7 +130,15 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	depth := newDepthByPriority(attrs)
 	runnerAttrs := newRunnerAttrs(attrs)
 
+	// The callback holds the scheduler weakly: a MeterProvider keeps its
+	// callbacks for its life, and a queue dropped without Stop must go all
+	// the same (its series then end).
+	ws, clk := weak.Make(s), hooks.Clock
 	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := ws.Value()
+		if s == nil {
+			return nil
+		}
 		observeDepth(depth, s, o, in.depth)
 		st := s.Stats()
 		o.ObserveInt64(in.delayed, int64(st.Delayed), observe)
@@ -136,7 +150,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.longestRunning, st.LongestRunning.Seconds(), observe)
 		oldest := st.OldestPending
 		if sb != nil {
-			oldest = sb.oldest(oldest, hooks.Clock.Now())
+			oldest = sb.oldest(oldest, clk.Now())
 		}
 		o.ObserveFloat64(in.oldestPending, oldest.Seconds(), observe)
 		workers := b.observe(o, in, runnerAttrs)
@@ -170,7 +184,32 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		clientTime = obs.client
 	}
 	unregister := registerInspectable(s, sb, b, clientTime, c.workers)
+	unsize := func() {}
+	if c.sizer != nil {
+		// Weakly too: the Sizer lets a queue dropped without Stop go.
+		workers := c.workers
+		unsize = c.sizer.add(&sized{name: s.Name(), client: clientTime, standby: sb, b: b,
+			stats: func() (scheduler.Stats, bool) {
+				if s := ws.Value(); s != nil {
+					return s.Stats(), true
+				}
+				return scheduler.Stats{}, false
+			},
+			count: func() int {
+				if n := int(b.workerCount()); n > 0 {
+					return n
+				}
+				if workers > 0 {
+					return workers
+				}
+				if s := ws.Value(); s != nil {
+					return s.MaxInFlight()
+				}
+				return 0
+			}})
+	}
 	inst.stop = func() {
+		unsize()
 		unregister()
 		stopPool()
 		stopStandby()
@@ -238,15 +277,20 @@ func (i *Instrumentation) Standby() bool { return i != nil && i.standby.isStandb
 // reported, and keys handed out from then on get no spans and are not
 // measured. The spans of keys in flight at Stop still end when their Done is
 // called: the scheduler's Observer is uninstalled after the last of them. It
-// is safe to call more than once.
+// is safe to call more than once, and on a nil or zero Instrumentation.
 func (i *Instrumentation) Stop() error {
+	if i == nil {
+		return nil
+	}
 	var err error
 	i.stopOnce.Do(func() {
 		i.stopped.Store(true)
 		if i.reg != nil {
 			err = i.reg.Unregister()
 		}
-		i.stop()
+		if i.stop != nil { // nil in a zero Instrumentation, which Instrument did not make
+			i.stop()
+		}
 	})
 	return err
 }

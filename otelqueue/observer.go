@@ -374,12 +374,20 @@ func (c *attemptContext) Value(k any) any {
 	return c.Context.Value(k)
 }
 
-// keyString renders a key for the span attribute.
-func keyString[K comparable](key K) string {
+// keyString renders a key for the span attribute, the logs and the
+// inspector. A key whose String panics (a nil pointer's method, a bug of
+// the key type) is rendered as fmt does it, with the panic: observing a
+// key never panics a worker or a page.
+func keyString[K comparable](key K) (s string) {
 	switch k := any(key).(type) {
 	case string:
 		return k
 	case fmt.Stringer:
+		defer func() {
+			if p := recover(); p != nil {
+				s = fmt.Sprintf("%T (its String panicked: %v)", key, p)
+			}
+		}()
 		return k.String()
 	default:
 		return fmt.Sprint(key)

@@ -2,6 +2,7 @@ package otelqueue
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -99,14 +100,14 @@ func Classify(res Result, err error) Outcome {
 // RecordOutcome records the end of a reconcile on its span (the attempt's
 // "reconcile" span): the AttrResult attribute (outcome's name) and, when err
 // is not nil, err as an exception event (with the stack trace of a PanicError it
-// wraps) and status Error with err's message. It does nothing on a span
-// that is not recording.
+// wraps) and status Error with err's message. It does nothing on a nil span
+// or one that is not recording.
 func RecordOutcome(span trace.Span, outcome Outcome, err error) {
-	if !span.IsRecording() {
+	if span == nil || !span.IsRecording() {
 		return
 	}
 	span.SetAttributes(outcome.attr())
-	if err == nil {
+	if err = safeError(err); err == nil {
 		return
 	}
 	if perr := (*PanicError)(nil); errors.As(err, &perr) && perr.Stack != nil {
@@ -115,4 +116,26 @@ func RecordOutcome(span trace.Span, outcome Outcome, err error) {
 		span.RecordError(err)
 	}
 	span.SetStatus(codes.Error, err.Error())
+}
+
+// safeError returns err, or, when its Error method panics, an error that
+// says so. A method on a pointer receiver called on a nil pointer returned
+// as a non-nil error (Go's typed nil) panics: the span, the log and the
+// failures read err's text, and a reconcile's typed nil must not crash its
+// worker.
+func safeError(err error) (safe error) {
+	if err == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			if isNil(err) {
+				safe = fmt.Errorf("a nil %T returned as an error (its Error method panics on it)", err)
+			} else {
+				safe = fmt.Errorf("a %T whose Error method panics", err)
+			}
+		}
+	}()
+	_ = err.Error()
+	return err
 }

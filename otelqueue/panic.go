@@ -26,6 +26,9 @@ func NewPanicError(recovered any, stack []byte) *PanicError {
 // Error says what happened, as "panicked: <value>" or that the reconcile
 // called runtime.Goexit.
 func (e *PanicError) Error() string {
+	if e == nil {
+		return "a nil *PanicError"
+	}
 	if e.Goexit {
 		return "called runtime.Goexit instead of returning (as t.FailNow does)"
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -64,8 +65,18 @@ type pool struct {
 	next  atomic.Int64
 	start time.Time
 
+	// fallback is the count to run while the queue is not instrumented (a
+	// Runner's worker count: its pool cannot see the load then); 0 for a
+	// pool of Instrument's, which Stop detaches.
+	fallback int
+	// grow, when set (a Runner's pool), starts workers up to a new limit:
+	// a Runner starts as many goroutines as its pool lets take keys, not
+	// its Max at once.
+	grow func(int)
+
 	mu       sync.Mutex
 	detached bool // by detach: no decision is applied any more
+	blind    bool // the queue was not instrumented at the last evaluation
 	ctl      *controller
 	prev     snapshot
 	stats    AdaptiveStats
@@ -92,9 +103,28 @@ type snapshot struct {
 // newPool returns a pool for s between lo and hi, at start, not attached.
 func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWorkers, lo, hi, start int, logger func() *slog.Logger) *pool {
 	clk := schedhooks.Of(s).Clock
+	// The pool holds its scheduler weakly, so that a queue dropped without
+	// Stop goes (its goroutine then ends: run's gone).
+	ws := weak.Make(s)
 	p := &pool{
-		queue: s.Name(), interval: a.Interval, clock: clk, b: b,
-		setLimit: s.SetMaxInFlight, queueStats: s.Stats, dueWithin: s.DueWithin, logger: logger,
+		queue: s.Name(), interval: a.Interval, clock: clk, b: b, logger: logger,
+		setLimit: func(n int) {
+			if s := ws.Value(); s != nil {
+				s.SetMaxInFlight(n)
+			}
+		},
+		queueStats: func() scheduler.Stats {
+			if s := ws.Value(); s != nil {
+				return s.Stats()
+			}
+			return scheduler.Stats{}
+		},
+		dueWithin: func(d time.Duration) int {
+			if s := ws.Value(); s != nil {
+				return s.DueWithin(d)
+			}
+			return 0
+		},
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
 	if _, real := clk.(clock.RealClock); real {
@@ -126,7 +156,7 @@ func (p *pool) attach() error {
 	if !p.b.pool.CompareAndSwap(nil, p) {
 		return errPoolTaken(p.queue)
 	}
-	p.setLimit(int(p.limit.Load()))
+	p.apply(int(p.limit.Load()))
 	return nil
 }
 
@@ -141,15 +171,18 @@ func (p *pool) detach() {
 	}
 }
 
-// run evaluates every interval until one of the channels is closed.
-func (p *pool) run(stop, stop2 <-chan struct{}) {
+// run evaluates every interval until one of the channels is closed: a
+// stop, the queue's shut down, its scheduler collected (nil: never).
+func (p *pool) run(stop, shutDown, gone <-chan struct{}) {
 	t := p.clock.NewTicker(p.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-stop2:
+		case <-shutDown:
+			return
+		case <-gone:
 			return
 		case <-t.C():
 			p.evaluate(p.clock.Now(), nil)
@@ -269,10 +302,21 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		return
 	}
 	p.next.Store(since + int64(p.interval))
-	if p.detached || p.b.client.Load() == nil {
-		return // detached, or not instrumented (any more): nothing to decide on
+	if p.detached {
+		return
+	}
+	if p.b.client.Load() == nil {
+		// Not instrumented any more (Instrumentation.Stop): nothing to
+		// decide on, and a limit the pool set must not stay.
+		p.uninstrumented(now)
+		return
 	}
 	cur := p.snapshot(now)
+	if p.blind {
+		// Instrumented again: a window from here.
+		p.blind, p.prev = false, cur
+		return
+	}
 	if p.b.standby.Load().isStandby() {
 		// Standby (WithStandby): no worker may run, so nothing to decide
 		// on; the next window starts here, without the standby's time.
@@ -292,8 +336,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 	}
 	from := int(p.limit.Load())
 	if d.to != from {
-		p.limit.Store(int64(d.to))
-		p.setLimit(d.to)
+		p.apply(d.to)
 		p.stats.Changes++
 		if p.changes == nil {
 			p.changes = make(map[Reason]uint64)
@@ -309,6 +352,35 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		span.AddEvent(EventWorkersChanged, trace.WithTimestamp(now), trace.WithAttributes(
 			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(string(d.reason))))
 	}
+}
+
+// apply makes n the queue's limit, and a Runner's workers at least n.
+func (p *pool) apply(n int) {
+	p.limit.Store(int64(n))
+	p.setLimit(n)
+	if p.grow != nil {
+		p.grow(n)
+	}
+}
+
+// uninstrumented puts a Runner's pool back to the Runner's worker count
+// once, and says so, when the queue's instrumentation stopped: the pool
+// sees nothing of the load until it is instrumented again.
+func (p *pool) uninstrumented(now time.Time) {
+	if p.blind {
+		return
+	}
+	p.blind = true
+	from := int(p.limit.Load())
+	to := from
+	if p.fallback > 0 {
+		to = p.fallback
+		p.apply(to)
+	}
+	detail := fmt.Sprintf("the queue is not instrumented any more (Instrumentation.Stop): the pool sees no load, and runs %d workers until it is instrumented again", to)
+	p.stats.Reason, p.stats.Detail, p.stats.Changed, p.stats.Ceiling = ReasonUninstrumented, detail, now, 0
+	p.recent.add(InspectedDecision{At: now, From: from, To: to, Reason: ReasonUninstrumented, Detail: detail})
+	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", to, "reason", ReasonUninstrumented, "detail", detail)
 }
 
 // round2 rounds to two decimals for a log line.

@@ -179,3 +179,58 @@ func TestPoolReadsCPUOnRealClock(t *testing.T) {
 		t.Errorf("a window of two snapshots on the real clock: CPU %+v, want known", w.cpu)
 	}
 }
+
+// TestPoolUninstrumented: a Runner's pool whose queue's instrumentation
+// stops goes back to the Runner's worker count once, and says why (it had
+// kept the count it had shrunk to: 1 of 8, with keys waiting); instrumented
+// again, it decides from a new window.
+func TestPoolUninstrumented(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := scheduler.New(scheduler.Config[int]{Name: "pool", Clock: fc})
+	t.Cleanup(s.ShutDown)
+	opts := []Option{WithMeterProvider(metricnoop.NewMeterProvider()), WithTracerProvider(tracenoop.NewTracerProvider())}
+	inst, err := Instrument(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := AdaptiveWorkers{Min: 1, Max: 8, Interval: time.Second}
+	if err := a.check(); err != nil {
+		t.Fatal(err)
+	}
+	p := newPool(s, bindingOf(s), a, 1, 8, 8, func() *slog.Logger { return slog.New(slog.DiscardHandler) })
+	p.fallback = 8
+	if err := p.attach(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.detach()
+	p.mu.Lock()
+	p.apply(1) // as a shrink would
+	p.mu.Unlock()
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		fc.Step(time.Second)
+		p.evaluate(fc.Now(), nil)
+	}
+	st := p.Stats()
+	if st.Limit != 8 || s.MaxInFlight() != 8 || st.Reason != ReasonUninstrumented {
+		t.Errorf("after Stop: %+v, queue limit %d; want 8 for %s", st, s.MaxInFlight(), ReasonUninstrumented)
+	}
+	if d := p.decisions(); len(d) != 1 || d[0].From != 1 || d[0].To != 8 {
+		t.Errorf("decisions %+v, want one, 1 → 8", d)
+	}
+	inst2, err := Instrument(s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst2.Stop()
+	fc.Step(time.Second)
+	p.evaluate(fc.Now(), nil)
+	p.mu.Lock()
+	blind := p.blind
+	p.mu.Unlock()
+	if blind {
+		t.Error("instrumented again, the pool is still blind")
+	}
+}

@@ -234,15 +234,30 @@ func (r *Runner[K]) Run(ctx context.Context) error {
 	if r.logger != nil {
 		wctx = context.WithValue(ctx, loggerKey{}, r.logger) // for LoggerFromContext
 	}
-	goroutines := r.workers
 	var wg sync.WaitGroup
 	if p != nil {
-		goroutines = r.adaptive.Max
+		// As many goroutines as the pool lets take keys, and more as it
+		// grows, up to Max: a Max of 50,000 starts 50,000 only if the
+		// load asks for them.
+		var mu sync.Mutex
+		started, most := 0, r.adaptive.Max
+		grow := func(n int) {
+			mu.Lock()
+			defer mu.Unlock()
+			for ; started < min(n, most) && ctx.Err() == nil; started++ {
+				r.startWorker(wctx, &wg)
+			}
+		}
 		shutDown := schedhooks.Of(r.queue).ShutDownCh
-		wg.Go(func() { p.run(ctx.Done(), shutDown) }) // stops with the workers
-	}
-	for range goroutines {
-		r.startWorker(wctx, &wg)
+		wg.Go(func() { p.run(ctx.Done(), shutDown, nil) }) // stops with the workers
+		p.mu.Lock()
+		p.grow = grow
+		p.mu.Unlock()
+		grow(int(p.limit.Load()))
+	} else {
+		for range r.workers {
+			r.startWorker(wctx, &wg)
+		}
 	}
 	wg.Wait()
 	r.queue.ShutDownWithDrain()
@@ -265,6 +280,7 @@ func (r *Runner[K]) startPool(a AdaptiveWorkers) (*pool, error) {
 		return slog.Default()
 	}
 	p := newPool(r.queue, r.binding, a, a.Min, a.Max, r.workers, logger)
+	p.fallback = r.workers
 	if err := p.attach(); err != nil {
 		return nil, err
 	}
@@ -360,5 +376,6 @@ func (r *Runner[K]) process(it *scheduler.Item[K]) {
 		r.queue.Done(it.Key)
 	}()
 	res, err = r.reconcile(ctx, it.Key)
+	err = safeError(err)
 	panicked = false
 }

@@ -3,11 +3,14 @@ package otelqueue_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
@@ -367,4 +370,34 @@ func TestRunnerStopsWhenQueueShutsDown(t *testing.T) {
 		t.Errorf("Run = %v, want nil", err)
 	}
 	wg.Wait()
+}
+
+// TestRunnerAdaptiveStartsWhatThePoolLets: a Runner with an adaptive pool
+// of Max 50,000 starts the goroutines its pool lets take keys, not 50,000
+// (90 MB of stacks in 2 s).
+func TestRunnerAdaptiveStartsWhatThePoolLets(t *testing.T) {
+	q := scheduler.New(scheduler.Config[string]{Name: "wide"})
+	inst, err := otelqueue.Instrument(q, otelqueue.WithMeterProvider(metricnoop.NewMeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	before := runtime.NumGoroutine()
+	r, err := otelqueue.NewRunner(q, 2, func(context.Context, string) (otelqueue.Result, error) { return otelqueue.Result{}, nil },
+		otelqueue.AdaptiveWorkers{Min: 1, Max: 50000, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	q.Add("a")
+	time.Sleep(100 * time.Millisecond)
+	if n := runtime.NumGoroutine() - before; n > 20 {
+		t.Errorf("%d goroutines more with the Runner running, want about 2 workers and the pool", n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

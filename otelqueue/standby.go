@@ -52,7 +52,15 @@ type standby struct {
 // newStandby returns the state of a queue standby until active is closed,
 // whose clock is now.
 func newStandby(active <-chan struct{}, now func() time.Time) *standby {
-	return &standby{active: active, now: now}
+	s := &standby{active: active, now: now}
+	select {
+	case <-active:
+		// Closed already (a queue instrumented again after its election):
+		// active from the start, and no wait is cut at the instrumentation.
+		s.activeAt.Store(1)
+	default:
+	}
+	return s
 }
 
 // poll reports whether the queue is active, activating it at the clock's
@@ -125,11 +133,16 @@ func (s *standby) oldest(raw time.Duration, now time.Time) time.Duration {
 	return min(raw, max(0, now.Sub(at)))
 }
 
-// watch activates s when its channel is closed, until stop is closed.
-func (s *standby) watch(stop <-chan struct{}) {
+// watch activates s when its channel is closed, until stop (the
+// Instrumentation stopped), shutDown (the queue shut down) or gone (its
+// scheduler collected) is closed: a queue that is never elected must not
+// keep it forever.
+func (s *standby) watch(stop, shutDown, gone <-chan struct{}) {
 	select {
 	case <-s.active:
 		s.activate(s.now())
 	case <-stop:
+	case <-shutDown:
+	case <-gone:
 	}
 }

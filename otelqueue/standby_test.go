@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/goleak"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -213,4 +215,46 @@ func TestStandbyEndsAtTheFirstKeyTaken(t *testing.T) {
 	if v, ok := standbyGauge(t, e); !ok || v != 0 {
 		t.Errorf("gauge %d (reported %v), want 0", v, ok)
 	}
+}
+
+// TestStandbyElectedBefore: a queue instrumented again with a channel
+// closed already (its election came before, with the earlier
+// instrumentation) is active from the start: a key that waited 1.2 s
+// before the new Instrument has its whole wait recorded, where it was cut
+// at the instrumentation, as if the election had come then.
+func TestStandbyElectedBefore(t *testing.T) {
+	elected := make(chan struct{})
+	close(elected)
+	e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithStandby(elected)}})
+	if e.inst.Standby() {
+		t.Fatal("standby with its channel closed already")
+	}
+	if err := e.inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e.q.Add("a") // t0, between two instrumentations
+	e.step(1200 * time.Millisecond)
+	inst, err := otelqueue.Instrument(e.q, otelqueue.WithMeterProvider(e.mp), otelqueue.WithTracerProvider(e.tp), otelqueue.WithStandby(elected))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	e.getKey(t, "a")
+	e.q.Done("a")
+	p := histogramPoint(t, findMetric(t, e.collect(t), otelqueue.MetricQueueDuration))
+	if p.Count != 1 || p.Sum != 1.2 {
+		t.Errorf("queue wait: count %d, sum %v; want the whole 1.2 s", p.Count, p.Sum)
+	}
+}
+
+// TestStandbyWatcherEndsWithTheQueue: a standby queue never elected, shut
+// down without Instrumentation.Stop, does not keep its watcher goroutine.
+func TestStandbyWatcherEndsWithTheQueue(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	q := scheduler.New(scheduler.Config[string]{Name: "never-elected"})
+	if _, err := otelqueue.Instrument(q, otelqueue.WithStandby(make(chan struct{})), otelqueue.WithMeterProvider(metricnoop.NewMeterProvider())); err != nil {
+		t.Fatal(err)
+	}
+	q.ShutDown()
+	waitFor(t, "the standby watcher to end", func() bool { return goleak.Find(ignore) == nil })
 }

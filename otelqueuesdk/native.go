@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 	dto "github.com/prometheus/client_model/go"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -149,7 +151,7 @@ var errNilGatherer = errors.New("otelqueuesdk: MergeNativeHistograms was given a
 
 // Gather implements prometheus.Gatherer.
 func (m nativeMerger) Gather() ([]*dto.MetricFamily, error) {
-	if m.g == nil {
+	if nilcheck.IsNil(m.g) {
 		return nil, errNilGatherer
 	}
 	mfs, err := m.g.Gather()

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -61,7 +63,7 @@ import (
 // with that error instead of registering with prometheus.DefaultRegisterer,
 // which is what otelprom.WithRegisterer(nil) does.
 func NativeHistogramRegisterer(reg prometheus.Registerer) prometheus.Registerer {
-	if reg == nil {
+	if nilcheck.IsNil(reg) {
 		return nilRegisterer{}
 	}
 	return &nativeRegisterer{reg: reg}
@@ -92,7 +94,7 @@ type nativeRegisterer struct {
 
 // Register implements prometheus.Registerer.
 func (r *nativeRegisterer) Register(c prometheus.Collector) error {
-	if c == nil {
+	if nilcheck.IsNil(c) {
 		return errNilCollector
 	}
 	if describes(c) {
@@ -122,6 +124,9 @@ func (r *nativeRegisterer) MustRegister(cs ...prometheus.Collector) {
 
 // Unregister implements prometheus.Registerer.
 func (r *nativeRegisterer) Unregister(c prometheus.Collector) bool {
+	if nilcheck.IsNil(c) {
+		return false // nothing registered it; client_golang would call its Describe
+	}
 	r.mu.Lock()
 	i := r.find(c)
 	var w *nativeCollector
