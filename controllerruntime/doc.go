@@ -12,7 +12,7 @@
 //		controllerruntime.ObjectLinkSource(mgr.GetCache(), &corev1.ConfigMap{})))
 //	err := builder.ControllerManagedBy(mgr).
 //		For(&corev1.ConfigMap{}).
-//		WithOptions(otq.Options(mgr, controller.Options{MaxConcurrentReconciles: 4})).
+//		WithOptions(otq.Options(mgr, controller.Options{})). // the controller's options, as they were
 //		Complete(otq.Reconciler(myReconciler))
 //
 // [Controller.Options] returns the controller's options with NewQueue set to

@@ -61,7 +61,7 @@ func ObjectLinkSource(c cache.Cache, obj client.Object, opts ...traceparent.Read
 // TypedObjectLinkSource is ObjectLinkSource for typed controllers: name
 // gives the namespace and name of the object a request is about.
 func TypedObjectLinkSource[request comparable](c cache.Cache, obj client.Object, name func(request) types.NamespacedName, opts ...traceparent.ReaderOption) otelqueue.LinkSource[request] {
-	if c == nil || isNil(obj) || name == nil {
+	if isNil(c) || isNil(obj) || name == nil {
 		otel.Handle(errors.New("otelqueue/controllerruntime: ObjectLinkSource needs the manager's cache (mgr.GetCache()), an object of the For() type and, when typed, a name function; the attempts will not be linked to their writers"))
 		return otelqueue.LinkSourceFunc[request](func(context.Context, request) (trace.SpanContext, error) {
 			return trace.SpanContext{}, nil
@@ -94,7 +94,7 @@ func (s *objectLinkSource[request]) SpanContext(ctx context.Context, req request
 		return trace.SpanContext{}, err
 	}
 	nn := s.name(req)
-	if si, ok := inf.Informer.(storeInformer); ok {
+	if si, ok := inf.Informer.(storeInformer); ok && !isNil(si.GetStore()) {
 		key := nn.Name
 		if nn.Namespace != "" {
 			key = nn.Namespace + "/" + nn.Name

@@ -2,9 +2,11 @@ package controllerruntime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -38,7 +40,13 @@ import (
 //
 //	Watches(&corev1.Secret{}, controllerruntime.WithTraceContext(
 //		handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &corev1.ConfigMap{}, handler.OnlyControllerOwner())))
+//
+// A nil h is reported through otel.Handle; its events enqueue nothing.
 func WithTraceContext[object client.Object, request comparable](h handler.TypedEventHandler[object, request], opts ...traceparent.ReaderOption) handler.TypedEventHandler[object, request] {
+	if isNil(h) {
+		otel.Handle(errors.New("otelqueue/controllerruntime: WithTraceContext needs the handler it wraps, got nil; its events enqueue nothing"))
+		h = handler.TypedFuncs[object, request]{}
+	}
 	return &withTraceContext[object, request]{h: h, reader: traceparent.NewReader(opts...)}
 }
 

@@ -1,0 +1,59 @@
+package controllerruntime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/otelqueue/otelqueue/controllerruntime"
+	"github.com/otelqueue/otelqueue/internal/testutil"
+	"github.com/otelqueue/otelqueue/otelqueue"
+	"github.com/otelqueue/otelqueue/scheduler"
+)
+
+// TestCache: the objects of a kind the controller watches, in the
+// manager's cache, as a Sizer counts them; a Sizer given it counts them and
+// sizes one; a nil cache or object lists nothing.
+func TestCache(t *testing.T) {
+	c := fakeCluster(t)
+	var mgr manager.Manager
+	startForController(t, c, "cache-configmaps", func(b *builder.Builder, m manager.Manager) *builder.Builder {
+		mgr = m
+		return b.For(&corev1.ConfigMap{})
+	})
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: fmt.Sprint("cm-", i)}, Data: map[string]string{"k": "v"}}
+		if _, err := c.cs.CoreV1().ConfigMaps(c.namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := controllerruntime.Cache(mgr.GetCache(), &corev1.ConfigMap{})
+	testutil.WaitFor(t, "3 ConfigMaps in the cache", func() bool { return len(objects.List()) == 3 })
+	if _, ok := objects.List()[0].(*corev1.ConfigMap); !ok {
+		t.Errorf("listed a %T, want *corev1.ConfigMap", objects.List()[0])
+	}
+	sizer := &otelqueue.Sizer{Caches: []otelqueue.Cache{objects}}
+	q := scheduler.New(scheduler.Config[string]{Name: "sized"})
+	defer q.ShutDown()
+	inst, err := otelqueue.Instrument(q, otelqueue.WithSizer(sizer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	time.Sleep(1100 * time.Millisecond) // a span of a second
+	if m := sizer.Recommend().Memory; m.Objects != 3 || m.PerObject == 0 {
+		t.Errorf("the Sizer counts %d objects of %d bytes, want the 3 ConfigMaps", m.Objects, m.PerObject)
+	}
+	if got := controllerruntime.Cache(nil, &corev1.ConfigMap{}).List(); got != nil {
+		t.Errorf("a nil cache lists %v", got)
+	}
+	if got := controllerruntime.Cache(mgr.GetCache(), nil).List(); got != nil {
+		t.Errorf("a nil object lists %v", got)
+	}
+}
