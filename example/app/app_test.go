@@ -116,7 +116,7 @@ func TestControllerOnFakeCluster(t *testing.T) {
 		}
 	}()
 	tel := &exampletelemetry.Telemetry{TracerProvider: tp, MeterProvider: mp}
-	if err := runController(ctx, cfg, tel); err != nil {
+	if err := runController(ctx, cfg, tel, &otelqueue.Sizer{}); err != nil {
 		t.Fatal(err)
 	}
 	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {

@@ -60,7 +60,7 @@ type controller struct {
 // runController runs the informers, the workers, the workload and the
 // summary until ctx is done, then stops them in order: no new events, work
 // in flight drained, the queue shut down.
-func runController(ctx context.Context, cfg config, tel *exampletelemetry.Telemetry) error {
+func runController(ctx context.Context, cfg config, tel *exampletelemetry.Telemetry, sizer *otelqueue.Sizer) error {
 	// The embedded cluster runs until the controller has stopped (the
 	// reconciles drained at the stop still write): closed below, not by ctx.
 	cluster, err := examplecluster.Connect(context.Background(), cfg.Flags)
@@ -84,18 +84,22 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 		}
 	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
+	inf := factory.Core().V1().ConfigMaps()
+	// The Sizer counts the memory per object of the informer's cache.
+	sizer.Caches = []otelqueue.Cache{inf.Informer().GetStore()}
 	// WithClientTime: the attempts' time in the instrumented clientset
 	// (limiter, requests, Retry-After) for the summary's split.
 	// WithChangeDuration: how long after each change the controller had
 	// acted on it (workqueue_change_duration_seconds, the SLI of the
 	// rules' burn-rate alerts).
-	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime(), otelqueue.WithChangeDuration(), otelqueue.WithLateness())
+	// WithSizer: the workers, cores and memory for the pod, in the
+	// summary line and on the inspector's page.
+	inst, err := otelqueue.Instrument(queue, otelqueue.WithClientTime(), otelqueue.WithChangeDuration(), otelqueue.WithLateness(), otelqueue.WithSizer(sizer))
 	if err != nil {
 		return err
 	}
 
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
-	inf := factory.Core().V1().ConfigMaps()
 	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: traceparent.NewReader(), rng: rand.New(rand.NewPCG(1, 2))}
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initialList bool) {
@@ -160,13 +164,14 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	if w != nil {
 		wg.Go(func() { w.Run(ctx) })
 	}
+	wg.Go(func() { _ = sizer.Start(ctx) })
 	if cfg.SummaryEvery > 0 {
 		busy := func(time.Time) (time.Duration, uint64) {
 			rs := runner.Stats()
 			return rs.Busy, rs.Reconciles()
 		}
 		failed := func() uint64 { return runner.Stats().Count(otelqueue.OutcomeError) }
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Objects: objects}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Sizer: sizer}
 		if cfg.Adaptive.On() {
 			m.Adaptive, m.Range = runner.AdaptiveStats, cfg.Adaptive
 		}

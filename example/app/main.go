@@ -27,10 +27,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
 	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 func main() {
+	examplecluster.ServeChild() // the embedded API server's process serves here and exits
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if err := run(); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -54,11 +57,14 @@ func run() error {
 		defer cancel()
 	}
 
-	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr, NativeHistograms: cfg.NativeHistograms})
+	// The Sizer of the queue and the process: the summary line's pod part
+	// and the top of the inspector's page.
+	sizer := &otelqueue.Sizer{}
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr, NativeHistograms: cfg.NativeHistograms, Sizer: sizer})
 	if err != nil {
 		return err
 	}
-	runErr := runController(ctx, cfg, tel)
+	runErr := runController(ctx, cfg, tel, sizer)
 
 	// Flush telemetry with a deadline of its own: the run's context is over.
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
 	"github.com/otelqueue/otelqueue/example/internal/exampletest"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // startController runs runController with args until the test ends, and
@@ -22,7 +23,7 @@ func startController(t *testing.T, args ...string) (*exampletest.Log, func(n int
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- runController(ctx, cfg, &exampletelemetry.Telemetry{}) }()
+	go func() { errc <- runController(ctx, cfg, &exampletelemetry.Telemetry{}, &otelqueue.Sizer{}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-errc; err != nil {
@@ -100,7 +101,7 @@ func TestStopWhileSeeding(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := runController(ctx, cfg, &exampletelemetry.Telemetry{}); err != nil {
+	if err := runController(ctx, cfg, &exampletelemetry.Telemetry{}, &otelqueue.Sizer{}); err != nil {
 		t.Fatalf("stopped while seeding: %v", err)
 	}
 	if !strings.Contains(out.String(), "seeding stopped after 0 of 40000 ConfigMaps") {

@@ -43,7 +43,7 @@ const (
 const tracerName = "github.com/otelqueue/otelqueue/example/controllerruntime"
 
 // runManager runs the manager, and the workload when asked, until ctx ends.
-func runManager(ctx context.Context, cfg config) error {
+func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 	// The embedded cluster runs until the manager has stopped: closed on
 	// return, not by ctx.
 	cluster, err := examplecluster.Connect(context.Background(), cfg.Flags)
@@ -104,7 +104,12 @@ func runManager(ctx context.Context, cfg config) error {
 		// The initial list and resyncs at low priority, real changes at 0.
 		otelqueue.WithWaitByPriority(),
 		otelqueue.WithLateness(),
+		// The workers, cores and memory for the pod (Meter's pod part,
+		// the inspector), with the memory per object of the manager's
+		// ConfigMap cache.
+		otelqueue.WithSizer(sizer),
 	}
+	sizer.Caches = []otelqueue.Cache{controllerruntime.Cache(mgr.GetCache(), &corev1.ConfigMap{})}
 	workers := cfg.Workers
 	if a := cfg.Adaptive; a.On() {
 		// controller-runtime runs MAX goroutines (MaxConcurrentReconciles,
@@ -168,7 +173,7 @@ func runManager(ctx context.Context, cfg config) error {
 			q := otq.Queue()
 			return q != nil && q.Instrumentation().Standby()
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Objects: objects, Standby: standby}
+		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Standby: standby, Sizer: sizer}
 		if cfg.Adaptive.On() {
 			m.Range = cfg.Adaptive
 			m.Adaptive = func() (otelqueue.AdaptiveStats, bool) {
@@ -194,6 +199,11 @@ func runManager(ctx context.Context, cfg config) error {
 			case <-ctx.Done():
 			}
 		})
+	}
+	// The Sizer reads every interval while the manager runs, on every
+	// replica (it is a Runnable that needs no leader election).
+	if err := mgr.Add(sizer); err != nil {
+		return fmt.Errorf("adding the Sizer to the manager: %w", err)
 	}
 	err = mgr.Start(ctx)
 	if n := rec.interrupted.Load(); n > 0 {

@@ -41,10 +41,13 @@ import (
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/otelqueue/otelqueue/example/internal/examplecluster"
 	"github.com/otelqueue/otelqueue/example/internal/exampletelemetry"
+	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 func main() {
+	examplecluster.ServeChild() // the embedded API server's process serves here and exits
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -69,7 +72,11 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
 		defer cancel()
 	}
+	// The Sizer of the queue and the process: the summary line's pod part
+	// and the top of the inspector's page.
+	sizer := &otelqueue.Sizer{}
 	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{
+		Sizer:            sizer,
 		ServiceName:      "otelqueue-controller-runtime-example",
 		MetricsAddr:      cfg.MetricsAddr,
 		NativeHistograms: cfg.NativeHistograms,
@@ -89,7 +96,7 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 	if ready != nil {
 		ready <- tel.MetricsURL
 	}
-	runErr := runManager(ctx, cfg)
+	runErr := runManager(ctx, cfg, sizer)
 	flushCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := tel.Shutdown(flushCtx); err != nil {

@@ -29,8 +29,10 @@
 # table, which rules.yml's queue:workqueue_bottleneck:rate5m is generated
 # from too (this script is generated from queue-figures.sh.tmpl):
 #   apiserver-unavailable apiserver_unavailable >= 0.25
+#   cpu                cpu_maxprocs >= 0.9
 #   cpu                cpu_utilization >= 0.9
 #   cpu                cpu_throttled >= 0.5
+#   cpu                cpu_wait_share >= 0.25
 #   server-throttling  retry_after_share >= 0.25
 #   client-rate-limit  rate_limiter_share >= 0.25
 #   apiserver-slow     apiserver_latency >= 0.25
@@ -63,7 +65,7 @@ function label(s, k,    i, r) {
 	return substr(r, 1, index(r, "\"") - 1)
 }
 # The CPU series of the process (no name label): summed by metric, per scrape.
-/^(process_cpu_time_seconds_total|process_cpu_seconds_total|go_processor_limit|go_sched_gomaxprocs_threads|otelqueue_cpu_limit|otelqueue_cpu_periods_total|otelqueue_cpu_throttled_periods_total)[{ ]/ {
+/^(process_cpu_time_seconds_total|process_cpu_seconds_total|go_processor_limit|go_sched_gomaxprocs_threads|otelqueue_cpu_limit|otelqueue_cpu_periods_total|otelqueue_cpu_throttled_periods_total|otelqueue_cpu_gc_idle_seconds_total|otelqueue_cpu_run_delay_seconds_total|otelqueue_cpu_count)[{ ]/ {
 	split($1, p, "{")
 	if (FILENAME == ARGV[1]) pbefore[p[1]] += $2; else pafter[p[1]] += $2
 	pseen[p[1]] = 1
@@ -138,6 +140,8 @@ function why(sig, thr) {
 	if (sig == "error_retries") return sprintf("backoff retries/adds %.3f %s", val[sig], thr)
 	if (sig == "cpu_utilization") return sprintf("CPU used %.3f of the cores the process has %s", val[sig], thr)
 	if (sig == "cpu_throttled") return sprintf("CPU throttled in %.3f of the cgroup'"'"'s periods %s", val[sig], thr)
+	if (sig == "cpu_maxprocs") return sprintf("CPU used %.3f of GOMAXPROCS, below the cores the process may use %s", val[sig], thr)
+	if (sig == "cpu_wait_share") return sprintf("CPU wait share %.3f of the work time %s", val[sig], thr)
 	return sprintf("%s %.3f %s", sig, val[sig], thr)
 }
 function pct(x) { return sprintf("%.1f%%", 100 * x) }
@@ -150,6 +154,19 @@ END {
 	if (("otelqueue_cpu_limit" in pseen) && (cores <= 0 || pafter["otelqueue_cpu_limit"] < cores)) cores = pafter["otelqueue_cpu_limit"]
 	periods = pafter["otelqueue_cpu_periods_total"] - pbefore["otelqueue_cpu_periods_total"]
 	throttled = pafter["otelqueue_cpu_throttled_periods_total"] - pbefore["otelqueue_cpu_throttled_periods_total"]
+	# The marking of the idle GC is left out of the CPU the work used.
+	gc_idle = ("otelqueue_cpu_gc_idle_seconds_total" in pseen) ? prate("otelqueue_cpu_gc_idle_seconds_total") : 0
+	worked = cpu_used - gc_idle; if (worked < 0) worked = 0
+	# GOMAXPROCS below the cores the process may use (its CPUs, its quota
+	# when under them): then it, not the CPU, is the limit.
+	maxprocs = pafter["go_processor_limit"]
+	allowed = pafter["otelqueue_cpu_count"]
+	if (("otelqueue_cpu_limit" in pseen) && pafter["otelqueue_cpu_limit"] > 0 && pafter["otelqueue_cpu_limit"] < allowed) allowed = pafter["otelqueue_cpu_limit"]
+	maxprocs_bound = cpu_seen && ("go_processor_limit" in pseen) && ("otelqueue_cpu_count" in pseen) && maxprocs > 0 && maxprocs < allowed - 0.01
+	# The time the threads waited on the run queues for a CPU: the CPU the
+	# node did not give them.
+	run_delay = ("otelqueue_cpu_run_delay_seconds_total" in pseen) ? prate("otelqueue_cpu_run_delay_seconds_total") : -1
+	starved_known = cpu_seen && run_delay >= 0 && run_delay + cpu_used >= 0.1
 	# How the API server answered the process: the share of its round trips
 	# that failed for the server; the mean time of a single-object read, or
 	# of a write if more (a webhook slows writes only).
@@ -218,10 +235,17 @@ END {
 
 		# The CPU of the process, and the size figures.
 		delete val; delete known
+		if (maxprocs_bound) { known["cpu_maxprocs"] = 1; val["cpu_maxprocs"] = worked / maxprocs }
+		# That wait over the queue'"'"'s work time, as rules.yml: from a
+		# tenth of a core of wait.
+		if (run_delay >= 0.1 && busy > 0) { known["cpu_wait_share"] = 1; val["cpu_wait_share"] = run_delay / busy }
 		if (cpu_seen && cores > 0) {
-			known["cpu_utilization"] = 1; val["cpu_utilization"] = cpu_used / cores
+			known["cpu_utilization"] = 1; val["cpu_utilization"] = worked / cores
 			printf "  process CPU             %.3f of %.3f cores used", cpu_used, cores
+			if (gc_idle > 0) printf " (%.3f of it the idle GC'"'"'s)", gc_idle
 			if (periods > 0) printf ", throttled in %.3f of the periods", throttled / periods
+			if (maxprocs_bound) printf ", GOMAXPROCS %d of %.3f cores allowed", maxprocs, allowed
+			if (starved_known) printf ", waited for a CPU %.3f of what it wanted", run_delay / (run_delay + cpu_used)
 			printf "\n"
 			if (reconciles_all > 0) {
 				per = cpu_used * secs / reconciles_all
@@ -260,12 +284,18 @@ END {
 		if (known["apiserver_unavailable"] && val["apiserver_unavailable"] >= 0.25) {
 			cls = "apiserver-unavailable"; sig = "apiserver_unavailable"; thr = ">= 0.25"
 			change = "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster"
+		} else if (known["cpu_maxprocs"] && val["cpu_maxprocs"] >= 0.9) {
+			cls = "cpu"; sig = "cpu_maxprocs"; thr = ">= 0.9"
+			change = "raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers"
 		} else if (known["cpu_utilization"] && val["cpu_utilization"] >= 0.9) {
 			cls = "cpu"; sig = "cpu_utilization"; thr = ">= 0.9"
-			change = "give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores"
+			change = "give the controller more CPU (its CPU limit, or a node with more) or make each reconcile cheaper; more workers only share the same cores"
 		} else if (known["cpu_throttled"] && val["cpu_throttled"] >= 0.5) {
 			cls = "cpu"; sig = "cpu_throttled"; thr = ">= 0.5"
 			change = "raise the controller'"'"'s CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
+		} else if (known["cpu_wait_share"] && val["cpu_wait_share"] >= 0.25) {
+			cls = "cpu"; sig = "cpu_wait_share"; thr = ">= 0.25"
+			change = "the node'"'"'s other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer"
 		} else if (known["retry_after_share"] && val["retry_after_share"] >= 0.25) {
 			cls = "server-throttling"; sig = "retry_after_share"; thr = ">= 0.25"
 			change = "give the controller a larger API Priority and Fairness share on the server (its FlowSchema'"'"'s PriorityLevelConfiguration) or make fewer API calls"

@@ -102,7 +102,7 @@ check sat-draining "bottleneck=none (utilization 0.938; Little's-law workers 9 <
 # has, 0.895 / 0.9 / 0.91; a half-core quota under GOMAXPROCS 2; throttled in
 # 0.498 / 0.5 / 0.502 of the periods at a use of 0.6. The cpu class keeps the
 # configured count.
-cpuadv="more workers will not help, give the controller more CPU (its CPU limit) or make each reconcile cheaper; more workers only share the same cores"
+cpuadv="more workers will not help, give the controller more CPU (its CPU limit, or a node with more) or make each reconcile cheaper; more workers only share the same cores"
 check cpu-below "bottleneck=workers (Little's-law workers 36 > configured 35)" "$more" \
 	'process CPU             1.790 of 2.000 cores used'
 check cpu-at 'bottleneck=cpu (CPU used 0.900 of the cores the process has >= 0.9)' "keep -workers 35: $cpuadv" \
@@ -115,6 +115,23 @@ check thr-at "bottleneck=cpu (CPU throttled in 0.500 of the cgroup's periods >= 
 	"keep -workers 35: more workers will not help, raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
 check thr-above "bottleneck=cpu (CPU throttled in 0.502 of the cgroup's periods >= 0.5)" \
 	"keep -workers 35: more workers will not help, raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner"
+# GOMAXPROCS 2 of the 4 CPUs the process may use, 0.89 / 0.9 / 0.91 of it
+# used: cpu by GOMAXPROCS, which says to raise it. A busy node, no quota:
+# the threads waited on run queues 0.24 / 0.25 / 0.26 of the work time of
+# 5 busy workers; Little's law asks for 8 of the 30.
+mpadv="keep -workers 30: more workers will not help, raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers"
+cwadv="more workers will not help, the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer"
+check mp-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
+	'process CPU             1.780 of 2.000 cores used, GOMAXPROCS 2 of 4.000 cores allowed'
+check mp-at 'bottleneck=cpu (CPU used 0.900 of GOMAXPROCS, below the cores the process may use >= 0.9)' "$mpadv"
+check mp-above 'bottleneck=cpu (CPU used 0.910 of GOMAXPROCS, below the cores the process may use >= 0.9)' "$mpadv"
+check cw-below "bottleneck=none (utilization 0.167; Little's-law workers 8 <= configured 30)" '8  (ceil(arrivals x mean work / 0.7))' \
+	'process CPU             0.700 of 10.000 cores used, waited for a CPU 0.632 of what it wanted'
+check cw-at 'bottleneck=cpu (CPU wait share 0.250 of the work time >= 0.25)' "8 (Little's law, not above the configured 30): $cwadv"
+check cw-above 'bottleneck=cpu (CPU wait share 0.260 of the work time >= 0.25)' "8 (Little's law, not above the configured 30): $cwadv"
+# A quiet process: its threads waited 0.05 of a core, as long as the work
+# time of 5 reconciles of 10 ms a second; under a tenth of a core, no share.
+check cw-quiet "bottleneck=none (utilization 0.002; Little's-law workers 1 <= configured 30)" '1  (ceil(arrivals x mean work / 0.7))'
 # err-above's retries, every one a RequeueAfter: polling, no errors.
 check polling "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
 	'retries/s               102.00, 102.00 of them RequeueAfter (backoff retries 0.000 of the adds)'

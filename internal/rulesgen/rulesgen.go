@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
@@ -39,6 +40,8 @@ var promSeries = map[bottleneck.Signal]string{
 	bottleneck.SignalAPIServerUnavailable: "queue:process_apiserver_unavailable:ratio_rate5m %s",
 	bottleneck.SignalCPUUtilization:       "queue:process_cpu_utilization:ratio_rate5m %s",
 	bottleneck.SignalCPUThrottled:         "queue:process_cpu_throttled:ratio_rate5m %s",
+	bottleneck.SignalCPUMaxProcs:          "queue:process_cpu_maxprocs:ratio_rate5m %s",
+	bottleneck.SignalCPUWaitShare:         "queue:workqueue_cpu_wait:share_rate5m %s",
 	bottleneck.SignalRetryAfterShare:      "queue:workqueue_client_retry_after:share_rate5m %s",
 	bottleneck.SignalRateLimiterShare:     "queue:workqueue_client_rate_limiter:share_rate5m %s",
 	bottleneck.SignalAPIServerLatency:     "queue:process_apiserver_latency:mean_rate5m %s",
@@ -53,12 +56,25 @@ var promSeries = map[bottleneck.Signal]string{
 var awkSignals = map[bottleneck.Signal]bool{
 	bottleneck.SignalAPIServerUnavailable: true, bottleneck.SignalAPIServerLatency: true,
 	bottleneck.SignalCPUUtilization: true, bottleneck.SignalCPUThrottled: true,
+	bottleneck.SignalCPUMaxProcs: true, bottleneck.SignalCPUWaitShare: true,
 	bottleneck.SignalRetryAfterShare: true, bottleneck.SignalRateLimiterShare: true,
 	bottleneck.SignalErrorRetries: true, bottleneck.SignalWorkersNeeded: true,
 }
 
 // num is a threshold as the rules write it: the shortest decimal.
 func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// promDuration is d as PromQL writes it, in its largest whole unit: "5m",
+// "1h", "90s".
+func promDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", d/time.Second)
+}
 
 // pct is a share as a percentage.
 func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }
@@ -144,6 +160,9 @@ func Render(path, tmpl string) ([]byte, error) {
 		"num": num, "pct": pct,
 		"classChain": classChain, "classTable": classTable, "moreWorkers": moreWorkers,
 		"awkChain": awkChain,
+		// The sizing's spans as Prometheus durations: "5m", "1h".
+		"peakSpan": func() string { return promDuration(bottleneck.PeakSpan) },
+		"horizon":  func() string { return promDuration(bottleneck.Horizon) },
 		"header":   func() string { return fmt.Sprintf(Header, path) },
 	}).Parse(tmpl)
 	if err != nil {
@@ -158,6 +177,9 @@ func Render(path, tmpl string) ([]byte, error) {
 		"ErrorRetriesShare":         bottleneck.ErrorRetriesShare,
 		"TargetUtilization":         bottleneck.TargetUtilization,
 		"SaturatedAt":               bottleneck.SaturatedAt,
+		"CPULimitPerRequest":        bottleneck.CPULimitPerRequest,
+		"MemoryLimitPerRequest":     bottleneck.MemoryLimitPerRequest,
+		"GOMEMLIMITShare":           bottleneck.GOMEMLIMITShare,
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {

@@ -3,10 +3,13 @@ package rulesgen
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -58,6 +61,8 @@ var boundaryCases = map[bottleneck.Signal][3]string{
 	bottleneck.SignalAPIServerLatency:     {"lat-below", "lat-at", "lat-above"},
 	bottleneck.SignalCPUUtilization:       {"cpu-below", "cpu-at", "cpu-above"},
 	bottleneck.SignalCPUThrottled:         {"thr-below", "thr-at", "thr-above"},
+	bottleneck.SignalCPUMaxProcs:          {"mp-below", "mp-at", "mp-above"},
+	bottleneck.SignalCPUWaitShare:         {"cw-below", "cw-at", "cw-above"},
 	bottleneck.SignalRetryAfterShare:      {"ra-below", "ra-at", "ra-above"},
 	bottleneck.SignalRateLimiterShare:     {"rl-below", "rl-at", "rl-above"},
 	bottleneck.SignalErrorRetries:         {"err-below", "err-at", "err-above"},
@@ -117,3 +122,70 @@ func TestBoundaryCases(t *testing.T) {
 		}
 	}
 }
+
+// TestPodSizeCase computes, with package bottleneck's Recommend, the case
+// of rules_test.yml's group "pod size" (minute by minute, each span the
+// 5 minutes before it, as the rules' 5m rates), and checks that the values
+// that group expects of the recording rules at 70m are Recommend's: the
+// rules give the one answer the Sizer gives.
+func TestPodSizeCase(t *testing.T) {
+	busy := func(m int) bool { return m > 30 && m <= 40 }
+	perMinute := func(quiet, loud float64, m int) float64 {
+		if busy(m) {
+			return loud
+		}
+		return quiet
+	}
+	var history []bottleneck.Span
+	for end := 5; end <= 70; end++ {
+		var adds, work, cpu float64
+		var memory uint64
+		for m := end - 4; m <= end; m++ {
+			adds += perMinute(600, 2400, m)
+			work += perMinute(30, 120, m)
+			cpu += perMinute(6, 24, m)
+			memory = max(memory, uint64(perMinute(30<<20, 50<<20, m)))
+		}
+		d := 5 * time.Minute
+		use := bottleneck.CPUUse{Known: true, Used: cpu / d.Seconds(), Cores: 2}
+		w := bottleneck.Window{Name: "pod", Duration: d, Workers: 4, Adds: uint64(adds), Reconciles: uint64(adds),
+			Busy: time.Duration(work * float64(time.Second)), CPU: use}
+		history = append(history, bottleneck.Span{End: t0.Add(time.Duration(end) * time.Minute), Queues: []bottleneck.Window{w}, CPU: use, Memory: memory})
+	}
+	r := bottleneck.Recommend(history)
+	want := map[string]string{
+		"queue:workqueue_workers_to_run:max1h": fmt.Sprint(r.Queues[0].Run),
+		"process:cpu_request:cores":            num(r.CPU.Request),
+		"process:cpu_limit:cores":              num(r.CPU.Limit),
+		"process:memory_request:bytes":         fmt.Sprint(r.Memory.Request),
+		"process:memory_limit:bytes":           fmt.Sprint(r.Memory.Limit),
+		"process:gomemlimit:bytes":             fmt.Sprint(r.Memory.GOMEMLIMIT),
+	}
+	t.Logf("Recommend: %v", r)
+	text, err := os.ReadFile(filepath.Join("..", "..", "example", "prometheus", "rules_test.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := string(text)
+	start := strings.Index(group, "  - name: pod size\n")
+	if start < 0 {
+		t.Fatal(`rules_test.yml has no group "pod size"`)
+	}
+	group = group[start+1:]
+	if end := strings.Index(group, "\n  - name: "); end >= 0 {
+		group = group[:end]
+	}
+	for rule, value := range want {
+		re := regexp.MustCompile(`- expr: ` + regexp.QuoteMeta(rule) + `\n\s+eval_time: 70m\n\s+exp_samples:\n\s+- labels: '[^']*'\n\s+value: (\S+)`)
+		m := re.FindStringSubmatch(group)
+		if m == nil {
+			t.Errorf("the group pod size expects nothing of %s at 70m", rule)
+			continue
+		}
+		if m[1] != value {
+			t.Errorf("the group pod size expects %s of %s at 70m; Recommend gives %s", m[1], rule, value)
+		}
+	}
+}
+
+var t0 = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)

@@ -3,8 +3,11 @@ package examplecluster
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -49,40 +52,51 @@ type Cluster struct {
 	// Where says which cluster it is, for the log.
 	Where string
 
-	server    *Server         // the embedded cluster's; nil for a real one
-	transport *http.Transport // the clients' transport to server
+	// The embedded cluster's API server, in this process (server) or in a
+	// child process (child, after ServeChild); both nil for a real one.
+	server    *Server
+	child     *child
+	serverQPS float64
+	transport *http.Transport // the clients' transport to the embedded one
+	// workloadRejected counts the 429 answers to the workload's requests.
+	workloadRejected atomic.Uint64
+	closeOnce        sync.Once
+	closers          []func()
 }
 
 // Embedded reports whether the cluster is the embedded API server.
-func (c *Cluster) Embedded() bool { return c.server != nil }
+func (c *Cluster) Embedded() bool { return c.server != nil || c.child != nil }
 
-// ServerStats returns the embedded API server's counts (zero for a real
-// cluster).
+// ServerStats returns the embedded API server's counts: its QPS and burst
+// only when it runs in a child process, zero for a real cluster.
 func (c *Cluster) ServerStats() ServerStats {
-	if c.server == nil {
-		return ServerStats{}
+	switch {
+	case c.server != nil:
+		return c.server.Stats()
+	case c.child != nil && c.serverQPS > 0:
+		return ServerStats{QPS: c.serverQPS, Burst: max(1, int(math.Ceil(c.serverQPS)))}
 	}
-	return c.server.Stats()
-}
-
-// rejected returns the number of userAgent's requests the embedded API
-// server rejected with 429 (0 for a real cluster).
-func (c *Cluster) rejected(userAgent string) uint64 {
-	if c.server == nil {
-		return 0
-	}
-	return c.server.rejectedOf(userAgent)
+	return ServerStats{}
 }
 
 // Close stops the embedded API server (its open watches end) and closes the
 // clients' idle connections to it; it does nothing for a real cluster. It
 // may be called more than once.
 func (c *Cluster) Close() {
-	if c.server == nil {
-		return
-	}
-	c.server.Close()
-	c.transport.CloseIdleConnections()
+	c.closeOnce.Do(func() {
+		if c.server != nil {
+			c.server.Close()
+		}
+		if c.child != nil {
+			c.child.close()
+		}
+		if c.transport != nil {
+			c.transport.CloseIdleConnections()
+		}
+		for _, f := range c.closers {
+			f()
+		}
+	})
 }
 
 // Connect returns the cluster f asks for: with -kubeconfig, that cluster;
@@ -102,14 +116,26 @@ func Connect(ctx context.Context, f Flags) (*Cluster, error) {
 	}
 	var rc *rest.Config
 	if f.Kubeconfig == "" {
-		srv, err := NewServer(ServerOptions{QPS: f.ServerQPS, Exempt: []string{WorkloadUserAgent}})
-		if err != nil {
-			return nil, err
+		opts := ServerOptions{QPS: f.ServerQPS, Exempt: []string{WorkloadUserAgent}}
+		var url string
+		if inChild.Load() {
+			ch, err := startChild(opts)
+			if err != nil {
+				return nil, err
+			}
+			c.child, url = ch, ch.url
+			c.closers = append(c.closers, logKubeconfig(url))
+		} else {
+			srv, err := NewServer(opts)
+			if err != nil {
+				return nil, err
+			}
+			c.server, url = srv, srv.URL()
 		}
-		c.server, c.transport = srv, newTransport()
+		c.serverQPS, c.transport = f.ServerQPS, newTransport()
 		context.AfterFunc(ctx, c.Close)
-		rc = &rest.Config{Host: srv.URL(), Transport: c.transport}
-		c.Where = "embedded API server at " + srv.URL()
+		rc = &rest.Config{Host: url, Transport: c.transport}
+		c.Where = "embedded API server at " + url
 	} else {
 		var err error
 		rc, err = clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
@@ -123,6 +149,7 @@ func Connect(ctx context.Context, f Flags) (*Cluster, error) {
 	rc.QPS, rc.Burst, rc.RateLimiter, rc.UserAgent = float32(f.KubeQPS), f.KubeBurst, c.Limiter, ControllerUserAgent
 	wc := rest.CopyConfig(rc)
 	wc.UserAgent = WorkloadUserAgent
+	wc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &rejections{next: rt, n: &c.workloadRejected} })
 	if c.WorkloadLimiter != nil {
 		wc.QPS, wc.Burst, wc.RateLimiter = float32(f.WorkloadQPS), wburst, c.WorkloadLimiter
 	} else {

@@ -192,13 +192,6 @@ func (s *Server) Stats() ServerStats {
 	return ServerStats{QPS: s.qps, Burst: s.burst, Requests: s.requests.Load(), Rejected: maps.Clone(s.rejected)}
 }
 
-// rejectedOf returns the number of requests of userAgent rejected with 429.
-func (s *Server) rejectedOf(userAgent string) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rejected[userAgent]
-}
-
 // add stores obj as a create would, without a request (Workload.Seed).
 func (s *Server) add(obj runtime.Object) error { return s.store.add(obj) }
 
@@ -242,6 +235,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.active.Done()
 	s.requests.Add(1)
 
+	if r.URL.Path == seedPath {
+		s.serveSeed(w, r)
+		return
+	}
 	query := r.URL.Query()
 	watching := r.Method == http.MethodGet && isTrue(query.Get("watch"))
 	if !watching && !s.admit(r.UserAgent()) {
@@ -382,6 +379,7 @@ func (s *Server) listOrWatch(out reply, r *http.Request, ns string, query map[st
 // stream starts after the resourceVersion given (the current one if none):
 // one older than the store's history gets an ERROR event, 410 Gone, as the
 // watch cache of a real API server answers, and the client lists again.
+// A watch that asks for bookmarks gets one a minute while it has no event.
 func (s *Server) watch(out reply, r *http.Request, ns string, opts metainternalversion.ListOptions, f filter) {
 	var from int64
 	var initial *corev1.ConfigMapList
@@ -445,6 +443,15 @@ func (s *Server) watch(out reply, r *http.Request, ns string, opts metainternalv
 		}
 	}
 	events.flush()
+	// A bookmark every bookmarkEvery to a watch that asks for them and has
+	// had no event, as kube-apiserver's watch cache sends one about every
+	// minute: a client tells a quiet stream from a hung one by them.
+	var bookmark <-chan time.Time
+	if opts.AllowWatchBookmarks {
+		t := time.NewTicker(bookmarkEvery)
+		defer t.Stop()
+		bookmark = t.C
+	}
 	for events.err == nil {
 		evs, changed, expired := s.store.since(from)
 		if expired {
@@ -475,6 +482,9 @@ func (s *Server) watch(out reply, r *http.Request, ns string, opts metainternalv
 		}
 		select {
 		case <-changed:
+		case <-bookmark:
+			events.write(watch.Bookmark, &corev1.ConfigMap{TypeMeta: configMapKind, ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(from, 10)}})
+			events.flush()
 		case <-s.stopped:
 			return
 		case <-r.Context().Done():
@@ -484,6 +494,10 @@ func (s *Server) watch(out reply, r *http.Request, ns string, opts metainternalv
 		}
 	}
 }
+
+// bookmarkEvery is how often the embedded API server sends a bookmark to a
+// quiet watch that asks for them: kube-apiserver's minute.
+var bookmarkEvery = time.Minute
 
 // eventWriter writes watch events as kube-apiserver does: each a
 // metav1.WatchEvent, its object encoded by the negotiated serializer, the

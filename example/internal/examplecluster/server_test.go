@@ -623,3 +623,52 @@ func oldFake(lim *Limiter) kubernetes.Interface {
 	})
 	return cs
 }
+
+// TestWatchBookmarks: a quiet watch that asks for bookmarks gets one every
+// bookmarkEvery (a minute, kube-apiserver's), at the resourceVersion it is
+// at, so that a client (package kubeclient's stale watches) tells it from a
+// hung one; a watch that asks for none gets none.
+func TestWatchBookmarks(t *testing.T) {
+	defer func(d time.Duration) { bookmarkEvery = d }(bookmarkEvery)
+	bookmarkEvery = 50 * time.Millisecond
+	srv := startServer(t, ServerOptions{})
+	cms := clientOf(t, srv, "test", nil).CoreV1().ConfigMaps("ns")
+	ctx := context.Background()
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	with, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer with.Stop()
+	without, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer without.Stop()
+	for range 2 {
+		select {
+		case ev := <-with.ResultChan():
+			if m, _ := rvOf(ev.Object); ev.Type != watch.Bookmark || m != "1" {
+				t.Fatalf("event %s at %q, want a bookmark at 1", ev.Type, m)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no bookmark within 5s")
+		}
+	}
+	select {
+	case ev := <-without.ResultChan():
+		t.Errorf("a watch without bookmarks got %s", ev.Type)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// rvOf returns obj's resourceVersion.
+func rvOf(obj runtime.Object) (string, error) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return "", fmt.Errorf("a %T", obj)
+	}
+	return cm.ResourceVersion, nil
+}

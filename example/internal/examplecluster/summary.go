@@ -69,28 +69,30 @@ type Window struct {
 	// is, zero for a fixed count: the recommendation then speaks of the
 	// pool rather than of -workers.
 	Adaptive AdaptiveRange
-	// Memory is the memory the Go runtime holds at the end (procstat's
-	// MemoryUsed), Objects the objects in the controller's informer cache;
-	// 0: unknown.
-	Memory  uint64
-	Objects int
 	// Watches are the process's watch streams at the end
 	// (kubeclient.ReadWatchStats), At the end's time; nil: unknown.
 	Watches *kubeclient.WatchStats
 	At      time.Time
 }
 
-// watchesText is the line's watches=N, and when none is open though some
-// were, how long since the last ended: the informers wait to watch again
-// (client-go's reflector backoff) and the controller sees no change, its
-// queue idle all the same. Empty before any watch was opened.
+// watchesText is the line's watches=N (stale=M for those open with no
+// event or bookmark for kubeclient.StaleAfter), and when none is open and
+// carrying data though some were, why: none open for how long (the
+// informers wait to watch again, client-go's reflector backoff), or open
+// and silent; either way the controller sees no change, its queue idle all
+// the same. Empty before any watch was opened.
 func (w Window) watchesText() string {
 	ws := w.Watches
 	if ws == nil || ws.Opened == 0 {
 		return ""
 	}
-	if ws.Open > 0 {
+	switch {
+	case ws.Open > 0 && ws.Stale > 0:
+		return fmt.Sprintf(" watches=%d stale=%d", ws.Open, ws.Stale)
+	case ws.Open > 0:
 		return fmt.Sprintf(" watches=%d", ws.Open)
+	case ws.Stale > 0:
+		return fmt.Sprintf(" watches=0 (%d open with no event or bookmark for %v: the informers see no change)", ws.Stale, kubeclient.StaleAfter)
 	}
 	return fmt.Sprintf(" watches=0 (%s none open: the informers see no change)", w.At.Sub(ws.LastEnded).Round(100*time.Millisecond))
 }
@@ -99,8 +101,8 @@ func (w Window) watchesText() string {
 // per second, the process's CPU, where the work time went (split), the
 // bottleneck with the figure that decided it (the library's classifier,
 // bottleneck.Classify), the worker count to run with (more only when the
-// bottleneck is workers), and the controller's size: CPU per reconcile,
-// the cores the arrivals need, the memory per cached object.
+// bottleneck is workers), and the interval's CPU per reconcile and the
+// cores its arrivals need.
 func (w Window) String() string {
 	var b strings.Builder
 	u := w.Utilization()
@@ -109,6 +111,12 @@ func (w Window) String() string {
 		fmt.Fprintf(&b, " cpu=%.2f/%.2f cores", c.Used, c.Cores)
 		if c.ThrottledKnown {
 			fmt.Fprintf(&b, " throttled=%.2f", c.Throttled)
+		}
+		if st, ok := c.Starved(); ok {
+			fmt.Fprintf(&b, " starved=%.2f", st)
+		}
+		if c.GCIdle >= 0.01 {
+			fmt.Fprintf(&b, " gc-idle=%.2f", c.GCIdle)
 		}
 		fmt.Fprintf(&b, " sched-p99=%v", c.SchedLatencyP99)
 	}
@@ -149,12 +157,61 @@ func (w Window) String() string {
 			atLeast = ">="
 		}
 		fmt.Fprintf(&b, " size: cpu/reconcile=%v cores-needed%s%.2f", sz.CPUPerReconcile.Round(10*time.Microsecond), atLeast, sz.Cores)
-		if w.Memory > 0 {
-			fmt.Fprintf(&b, " memory=%s", bytesText(float64(w.Memory)))
-			if w.Objects > 0 {
-				fmt.Fprintf(&b, " (%s/object)", bytesText(float64(w.Memory)/float64(w.Objects)))
+	}
+	return b.String()
+}
+
+// Pod is the pod part of the summary line: the Sizer's recommendation
+// (otelqueue.Sizer), the one answer to how many workers, cores and memory,
+// from the busiest five minutes of the last hour:
+//
+//	pod: workers=2 (4 run: more than enough) cpu=0.15/0.30 memory=24Mi/30Mi GOMEMLIMIT=27MiB (200 objects × 5.2KiB) over 2m10s
+//
+// with the CPU and memory as request/limit. The inspector page shows its
+// arithmetic.
+func Pod(r bottleneck.Recommendation) string {
+	if r.At.IsZero() {
+		return "pod: measuring"
+	}
+	var b strings.Builder
+	b.WriteString("pod:")
+	for _, q := range r.Queues {
+		switch {
+		case !q.Known:
+			fmt.Fprintf(&b, " workers=unknown")
+		case q.Workers <= 0:
+			fmt.Fprintf(&b, " workers=%d", q.Run)
+		default:
+			enough := "enough"
+			switch {
+			case q.Run < q.Workers:
+				enough = "more than enough"
+			case q.Run > q.Workers:
+				enough = "too few"
 			}
+			fmt.Fprintf(&b, " workers=%d (%d run: %s)", q.Run, q.Workers, enough)
 		}
+		if len(r.Queues) > 1 {
+			fmt.Fprintf(&b, " for %s", q.Name)
+		}
+	}
+	if c := r.CPU; c.Known {
+		at := ""
+		if c.LowerBound {
+			at = ">="
+		}
+		fmt.Fprintf(&b, " cpu=%s%.2f/%.2f", at, c.Request, c.Limit)
+	}
+	if m := r.Memory; m.Known {
+		fmt.Fprintf(&b, " memory=%dMi/%dMi GOMEMLIMIT=%dMiB", m.Request>>20, m.Limit>>20, m.GOMEMLIMIT>>20)
+		if m.Objects > 0 {
+			fmt.Fprintf(&b, " (%d objects × %s)", m.Objects, bytesText(float64(m.PerObject)))
+		}
+	}
+	if r.Span < bottleneck.PeakSpan {
+		fmt.Fprintf(&b, " over %v", r.Over.Round(time.Second))
+	} else {
+		fmt.Fprintf(&b, " busiest %v of %v", r.Span.Round(time.Second), r.Over.Round(time.Second))
 	}
 	return b.String()
 }
@@ -174,11 +231,15 @@ func verdict(v bottleneck.Verdict) string {
 	r := v.Rule
 	switch v.Class {
 	case bottleneck.CPU:
-		what := "cpu"
-		if r.Signal == bottleneck.SignalCPUThrottled {
-			what = "throttled"
+		switch r.Signal {
+		case bottleneck.SignalCPUMaxProcs:
+			return fmt.Sprintf("bottleneck=cpu (gomaxprocs %.2f %s %g: GOMAXPROCS is below the cores the process may use; raise it, not the CPU limit, not workers)", v.Figure, r.Comparison(), r.Threshold)
+		case bottleneck.SignalCPUWaitShare:
+			return fmt.Sprintf("bottleneck=cpu (cpu-wait %.2f of work time %s %g: the node's other processes take the CPU it wants; a larger CPU request, or a quieter node, not workers)", v.Figure, r.Comparison(), r.Threshold)
+		case bottleneck.SignalCPUThrottled:
+			return fmt.Sprintf("bottleneck=cpu (throttled %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", v.Figure, r.Comparison(), r.Threshold)
 		}
-		return fmt.Sprintf("bottleneck=cpu (%s %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", what, v.Figure, r.Comparison(), r.Threshold)
+		return fmt.Sprintf("bottleneck=cpu (cpu %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", v.Figure, r.Comparison(), r.Threshold)
 	case bottleneck.ServerThrottling:
 		return fmt.Sprintf("bottleneck=%s (retry-after %.2f of work time %s %g: the API server's 429s; its API Priority and Fairness share, not workers)", v.Class, v.Figure, r.Comparison(), r.Threshold)
 	case bottleneck.ClientRateLimit:
@@ -354,13 +415,12 @@ type Meter struct {
 	// Errors returns the number of reconciles that returned an error so
 	// far (errors/s in the line); nil: none printed.
 	Errors func() uint64
-	// Objects returns the number of objects in the controller's informer
-	// cache, for the memory per object; nil: unknown.
-	Objects func() int
 	// Standby reports whether the queue is standby: its workers wait for
 	// leadership (otelqueue.Instrumentation.Standby); nil: never. A standby
 	// line has no class: nothing limits a queue no worker may take.
 	Standby func() bool
+	// Sizer sizes the pod (Pod): nil, no pod part.
+	Sizer *otelqueue.Sizer
 }
 
 // Reading is one reading of a Meter's counters.
@@ -381,18 +441,13 @@ type Reading struct {
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
 	Adaptive   otelqueue.AdaptiveStats
 	AdaptiveOK bool
-	// CPU is the process's CPU and memory (procstat.Read), Objects the
-	// informer cache's objects.
-	CPU     procstat.Sample
-	Objects int
+	// CPU is the process's CPU (procstat.Read).
+	CPU procstat.Sample
 }
 
 // Read reads the counters now, with the queue's stats q.
 func (m *Meter) Read(q scheduler.Stats) Reading {
 	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats(), CPU: procstat.Read()}
-	if m.Objects != nil {
-		r.Objects = m.Objects()
-	}
 	r.Busy, r.Reconciles = m.Busy(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
@@ -429,7 +484,7 @@ func (m *Meter) Line(prev, cur Reading) string {
 		Busy: cur.Busy - prev.Busy, Reconciles: cur.Reconciles - prev.Reconciles,
 		Retries: st.Retries - ps.Retries, DelayedAdds: st.DelayedAdds - ps.DelayedAdds,
 		CPU: bottleneck.ProcessCPU(procstat.Between(prev.CPU, cur.CPU)),
-	}, Adaptive: m.Range, Memory: cur.CPU.MemoryUsed, Objects: cur.Objects}
+	}, Adaptive: m.Range}
 	if m.Client != nil {
 		c, pc := cur.Client, prev.Client
 		load.Client = bottleneck.Client{
@@ -455,6 +510,9 @@ func (m *Meter) Line(prev, cur Reading) string {
 		line += fmt.Sprintf("utilization=%.2f standby: the workers wait for leadership (no class)", load.Utilization())
 	} else {
 		line += load.String()
+	}
+	if m.Sizer != nil {
+		line += " " + Pod(m.Sizer.Recommend())
 	}
 	if m.Workload != nil {
 		qps, burst := m.Workload.Cluster.WorkloadLimiter.Limits()

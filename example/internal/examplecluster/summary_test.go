@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -68,7 +69,6 @@ func TestWindow(t *testing.T) {
 func TestWindowCPU(t *testing.T) {
 	w := win(bottleneck.Window{Workers: 8, Adds: 150, Busy: 40 * time.Second, Reconciles: 25,
 		CPU: bottleneck.CPUUse{Known: true, Used: 0.49, Cores: 0.5, Throttled: 0.97, ThrottledKnown: true, SchedLatencyP99: 3 * time.Millisecond}})
-	w.Memory, w.Objects = 64<<20, 200
 	s := w.String()
 	for _, want := range []string{
 		"cpu=0.49/0.50 cores throttled=0.97 sched-p99=3ms",
@@ -77,7 +77,7 @@ func TestWindowCPU(t *testing.T) {
 		// 0.49 cores × 5 s / 25 reconciles = 98 ms each; 30 arrivals/s
 		// need 30 × 0.098 / 0.7 = 4.2 cores.
 		// A lower bound while the CPU limits: events come in more slowly.
-		"size: cpu/reconcile=98ms cores-needed>=4.20 memory=64MiB (328KiB/object)",
+		"size: cpu/reconcile=98ms cores-needed>=4.20",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("%q lacks %q", s, want)
@@ -90,6 +90,46 @@ func TestWindowCPU(t *testing.T) {
 	w.CPU.Used = 0.3
 	if s := w.String(); !strings.Contains(s, "bottleneck=cpu (throttled 0.97 >= 0.5") {
 		t.Errorf("throttled: %q", s)
+	}
+	// GOMAXPROCS 1 of 2 CPUs, no quota: raise GOMAXPROCS.
+	w.CPU = bottleneck.CPUUse{Known: true, Used: 0.95, Cores: 1, MaxProcs: 1, Available: 2}
+	if s := w.String(); !strings.Contains(s, "bottleneck=cpu (gomaxprocs 0.95 >= 0.9: GOMAXPROCS is below the cores the process may use; raise it") {
+		t.Errorf("GOMAXPROCS: %q", s)
+	}
+	// A busy node: 0.4 of 2 cores got, 0.6 of a core waited for (3 s in
+	// the 5 s), beside 2 workers busy (10 s of work): 0.3 of the work time.
+	w.Busy = 10 * time.Second
+	w.CPU = bottleneck.CPUUse{Known: true, Used: 0.4, Cores: 2, MaxProcs: 2, Available: 2, RunDelay: 0.6, RunDelayKnown: true, GCIdle: 0.05}
+	if s := w.String(); !strings.Contains(s, "cpu=0.40/2.00 cores starved=0.60 gc-idle=0.05") || !strings.Contains(s, "bottleneck=cpu (cpu-wait 0.30 of work time >= 0.25: the node's other processes take the CPU") {
+		t.Errorf("a busy node: %q", s)
+	}
+}
+
+// TestPod checks the pod part of the line: the workers against those run,
+// the CPU and memory as request/limit, the objects, and the history.
+func TestPod(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	r := bottleneck.Recommendation{
+		At: at, Over: 2*time.Minute + 10*time.Second, Span: 2*time.Minute + 10*time.Second,
+		Queues: []bottleneck.QueueRecommendation{{Name: "configmaps", Workers: 4, Run: 2, Known: true}},
+		CPU:    bottleneck.CPURecommendation{Known: true, Request: 0.15, Limit: 0.3},
+		Memory: bottleneck.MemoryRecommendation{Known: true, Request: 24 << 20, Limit: 30 << 20, GOMEMLIMIT: 27 << 20, Objects: 200, PerObject: 5324},
+	}
+	if got, want := Pod(r), "pod: workers=2 (4 run: more than enough) cpu=0.15/0.30 memory=24Mi/30Mi GOMEMLIMIT=27MiB (200 objects × 5.2KiB) over 2m10s"; got != want {
+		t.Errorf("Pod =\n%s, want\n%s", got, want)
+	}
+	r.Span, r.Over = bottleneck.PeakSpan, 47*time.Minute
+	r.Queues[0].Run = 6
+	r.CPU.LowerBound = true
+	if got, want := Pod(r), "pod: workers=6 (4 run: too few) cpu=>=0.15/0.30 memory=24Mi/30Mi GOMEMLIMIT=27MiB (200 objects × 5.2KiB) busiest 5m0s of 47m0s"; got != want {
+		t.Errorf("Pod =\n%s, want\n%s", got, want)
+	}
+	r.Queues[0].Known = false
+	if got := Pod(r); !strings.HasPrefix(got, "pod: workers=unknown cpu=") {
+		t.Errorf("Pod = %s", got)
+	}
+	if got := Pod(bottleneck.Recommendation{}); got != "pod: measuring" {
+		t.Errorf("Pod of nothing = %s", got)
 	}
 }
 
@@ -294,5 +334,27 @@ func TestLineStandby(t *testing.T) {
 	standby = false
 	if l = m.Line(prev, cur); strings.Contains(l, "standby") || !strings.Contains(l, "bottleneck=workers") {
 		t.Errorf("active: %q", l)
+	}
+}
+
+// TestWatchesText checks the line's watches part: open streams, stale ones
+// beside them, and the two ways a controller is blind: none open (since
+// when), or only stale ones.
+func TestWatchesText(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		ws   *kubeclient.WatchStats
+		want string
+	}{
+		{nil, ""},
+		{&kubeclient.WatchStats{}, ""},
+		{&kubeclient.WatchStats{Open: 2, Opened: 2}, " watches=2"},
+		{&kubeclient.WatchStats{Open: 1, Stale: 1, Opened: 2}, " watches=1 stale=1"},
+		{&kubeclient.WatchStats{Stale: 1, Opened: 1}, " watches=0 (1 open with no event or bookmark for 2m0s: the informers see no change)"},
+		{&kubeclient.WatchStats{Opened: 1, Ended: 1, LastEnded: at.Add(-12 * time.Second)}, " watches=0 (12s none open: the informers see no change)"},
+	} {
+		if got := (Window{Watches: tc.ws, At: at}).watchesText(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.ws, got, tc.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,17 @@ func (w *Workload) Seed(ctx context.Context) error {
 			limit = fmt.Sprintf("at most %g per second: -workload-qps", qps)
 		}
 		log.Printf("workload: creating %d ConfigMaps in %q (%s)", w.Objects, w.Namespace, limit)
+	}
+	if c.child != nil {
+		// The embedded API server in its process: all at once.
+		items := make([]corev1.ConfigMap, w.Objects)
+		for i := range items {
+			items[i] = corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: Name(i), Namespace: w.Namespace, Annotations: maps.Clone(w.Annotations)},
+				Data:       map[string]string{VersionKey: "0"},
+			}
+		}
+		return seed(ctx, &http.Client{Transport: c.transport}, c.child.url, items)
 	}
 	for i := range w.Objects {
 		if err := ctx.Err(); err != nil {
@@ -352,7 +364,7 @@ type WorkloadStats struct {
 func (w *Workload) Stats() WorkloadStats {
 	var st WorkloadStats
 	if c := w.Cluster; c != nil {
-		st.LimiterWaited, st.Rejected = c.WorkloadLimiter.Stats().Waited, c.rejected(WorkloadUserAgent)
+		st.LimiterWaited, st.Rejected = c.WorkloadLimiter.Stats().Waited, c.workloadRejected.Load()
 	}
 	start := w.start.Load()
 	if start == nil {

@@ -50,6 +50,9 @@ type Config struct {
 	// (otelqueuesdk.MergeNativeHistograms), and as a second stream, an
 	// exponential histogram named <name>.native, over OTLP.
 	NativeHistograms bool
+	// Sizer, when set, is the inspector's: its page starts with the
+	// Sizer's recommendation.
+	Sizer *otelqueue.Sizer
 	// SpanProcessor, when set (by tests), also receives every span.
 	SpanProcessor sdktrace.SpanProcessor
 	// Logf receives warnings, export problems and the flush notice. Nil
@@ -193,7 +196,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, served}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 		// The queues' keys and traces, read-only, on the same (loopback by
 		// default) address as the metrics.
-		mux.Handle("/debug/queues", &otelqueue.Inspector{TraceURL: os.Getenv("OTELQUEUE_TRACE_URL")})
+		mux.Handle("/debug/queues", &otelqueue.Inspector{TraceURL: os.Getenv("OTELQUEUE_TRACE_URL"), Sizer: cfg.Sizer})
 		t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
 		t.InspectorURL = "http://" + ln.Addr().String() + "/debug/queues"
