@@ -276,3 +276,21 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// BuildExample builds the package pkg of the examples' module (example/,
+// beside the e2e module), such as "./app", into dir and returns the
+// binary's path.
+func BuildExample(ctx context.Context, pkg, dir string) (string, error) {
+	moduleDir, err := ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	root := filepath.Join(filepath.Dir(moduleDir), "example")
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s in %s: %v\n%s", pkg, root, err, out)
+	}
+	return bin, nil
+}

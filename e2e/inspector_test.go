@@ -70,7 +70,10 @@ type inspectedQueue struct {
 // readQueue reads the section of queue name from a page's DOM.
 func readQueue(t *testing.T, doc *html.Node, name string) (inspectedQueue, error) {
 	t.Helper()
-	sections := FindAll(doc, HasAttr("data-queue", name))
+	// The queue's section, not the pod size's line of its workers, which
+	// names the queue too.
+	isQueue := HasAttr("data-queue", name)
+	sections := FindAll(doc, func(n *html.Node) bool { return n.Data == "section" && isQueue(n) })
 	if len(sections) != 1 {
 		return inspectedQueue{}, fmt.Errorf("%d sections of queue %q on the page, want 1", len(sections), name)
 	}

@@ -2,7 +2,6 @@ package cpulimit
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,21 +12,28 @@ import (
 	"github.com/otelqueue/otelqueue/e2e"
 )
 
-// buildApp builds example/app (the examples' module, example/, beside the
-// e2e module) into dir.
+// buildApp builds example/app into dir.
 func buildApp(ctx context.Context, dir string) (string, error) {
-	moduleDir, err := e2e.ModuleDir()
+	return e2e.BuildExample(ctx, "./app", dir)
+}
+
+// appFor returns the context of a test's runs, ending 10 s before its
+// deadline, and the example app built for it (within 5 minutes).
+func appFor(t *testing.T) (context.Context, string) {
+	t.Helper()
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-10*time.Second))
+		t.Cleanup(cancel)
+	}
+	buildCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	bin, err := buildApp(buildCtx, t.TempDir())
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	root := filepath.Join(filepath.Dir(moduleDir), "example")
-	bin := filepath.Join(dir, "app")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./app")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./app in %s: %v\n%s", root, err, out)
-	}
-	return bin, nil
+	return ctx, bin
 }
 
 // runApp runs the app bin with args in cg, with its quota set again first,
@@ -40,7 +46,7 @@ func runApp(ctx context.Context, t *testing.T, r *run, cg *cgroup, bin string) {
 	r.cgroup = cg.String()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skipf("no sh to start the app in the cgroup: %v", err)
+		cannotRun(t, "no sh to start the app in the cgroup: %v", err)
 	}
 	if err := cg.limit(); err != nil {
 		t.Fatalf("setting the quota of %s again: %v", cg, err)

@@ -77,60 +77,72 @@ func (c *cgroup) String() string {
 // error.
 func makeCgroup(t *testing.T) *cgroup {
 	t.Helper()
+	// The largest weight, so that the app gets its half core on a busy
+	// machine (go test runs packages in parallel, and another build may
+	// run): with the default weight it could get less than its quota from
+	// the scheduler and show a machine short of CPU rather than a quota.
+	return newCgroup(t, "",
+		[][2]string{
+			{"cpu.cfs_period_us", fmt.Sprint(periodMicros)},
+			{"cpu.cfs_quota_us", fmt.Sprint(quotaMicros)},
+			{"cpu.shares", "262144"},
+		},
+		[][2]string{
+			{"cpu.max", fmt.Sprintf("%d %d", quotaMicros, periodMicros)},
+			{"cpu.weight", "10000"},
+		})
+}
+
+// newCgroup makes the cgroup otelqueue-e2e-cpulimit-<pid><suffix> under
+// the cgroup v1 cpu controller or, without one, the cgroup v2 hierarchy,
+// writes its files (v1's or v2's), and removes it when the test ends. It
+// skips the test when no such cgroup can be made, saying why.
+func newCgroup(t *testing.T, suffix string, v1Files, v2Files [][2]string) *cgroup {
+	t.Helper()
 	v1, v2 := cpuMounts(t)
-	name := fmt.Sprintf("otelqueue-e2e-cpulimit-%d", os.Getpid())
+	name := fmt.Sprintf("otelqueue-e2e-cpulimit-%d%s", os.Getpid(), suffix)
 	switch {
 	case v1 != "":
 		c := &cgroup{dir: filepath.Join(v1, name), version: 1}
 		mkdirCgroup(t, c.dir, "the cgroup v1 cpu controller mounted at "+v1)
-		setUp(t, c,
-			[2]string{"cpu.cfs_period_us", fmt.Sprint(periodMicros)},
-			[2]string{"cpu.cfs_quota_us", fmt.Sprint(quotaMicros)},
-			// The largest weight, so that the app gets its half core on a
-			// busy machine (go test runs packages in parallel, and another
-			// build may run): with the default weight it could get less
-			// than its quota from the scheduler and show a machine short
-			// of CPU rather than a quota.
-			[2]string{"cpu.shares", "262144"})
+		setUp(t, c, v1Files...)
 		return c
 	case v2 != "":
 		controllers, err := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
 		if err != nil {
-			t.Skipf("no cgroup v1 cpu controller is mounted, and the cgroup v2 hierarchy at %s has no readable cgroup.controllers: %v", v2, err)
+			cannotRun(t, "no cgroup v1 cpu controller is mounted, and the cgroup v2 hierarchy at %s has no readable cgroup.controllers: %v", v2, err)
 		}
 		if !slices.Contains(strings.Fields(string(controllers)), "cpu") {
-			t.Skipf("no cgroup v1 cpu controller is mounted, and the cgroup v2 hierarchy at %s does not offer cpu (cgroup.controllers: %q): the cpu controller is bound to a v1 hierarchy, or not built", v2, strings.TrimSpace(string(controllers)))
+			cannotRun(t, "no cgroup v1 cpu controller is mounted, and the cgroup v2 hierarchy at %s does not offer cpu (cgroup.controllers: %q): the cpu controller is bound to a v1 hierarchy, or not built", v2, strings.TrimSpace(string(controllers)))
 		}
 		subtree := filepath.Join(v2, "cgroup.subtree_control")
 		enabled, err := os.ReadFile(subtree)
 		if err != nil {
-			t.Skipf("cannot read %s: %v", subtree, err)
+			cannotRun(t, "cannot read %s: %v", subtree, err)
 		}
 		if !slices.Contains(strings.Fields(string(enabled)), "cpu") {
 			if err := write(subtree, "+cpu"); err != nil {
-				t.Skipf("cannot enable the cpu controller for the children of %s: %v (not root, or a cgroup with processes of its own: cgroup v2 enables controllers only below cgroups without processes)", v2, err)
+				cannotRun(t, "cannot enable the cpu controller for the children of %s: %v (not root, or a cgroup with processes of its own: cgroup v2 enables controllers only below cgroups without processes)", v2, err)
 			}
 			t.Cleanup(func() { _ = write(subtree, "-cpu") })
 		}
 		c := &cgroup{dir: filepath.Join(v2, name), version: 2}
 		mkdirCgroup(t, c.dir, "the cgroup v2 hierarchy mounted at "+v2)
-		setUp(t, c,
-			[2]string{"cpu.max", fmt.Sprintf("%d %d", quotaMicros, periodMicros)},
-			[2]string{"cpu.weight", "10000"}) // as cpu.shares above
+		setUp(t, c, v2Files...)
 		return c
 	}
-	t.Skip("neither a cgroup v1 cpu controller nor a cgroup v2 hierarchy is mounted (/proc/self/mountinfo)")
+	cannotRun(t, "neither a cgroup v1 cpu controller nor a cgroup v2 hierarchy is mounted (/proc/self/mountinfo)")
 	return nil
 }
 
 // setUp writes each file of c with its value, and skips the test at the
-// first it cannot write: the cgroup then cannot hold the quota.
+// first it cannot write: the cgroup then cannot hold what the test needs.
 func setUp(t *testing.T, c *cgroup, files ...[2]string) {
 	t.Helper()
 	for _, f := range files {
 		path := filepath.Join(c.dir, f[0])
 		if err := write(path, f[1]); err != nil {
-			t.Skipf("cannot give the %s a quota of %v cores: %v", c, quotaCores, err)
+			cannotRun(t, "cannot set up the %s: %v", c, err)
 		}
 	}
 }
@@ -142,7 +154,7 @@ func cpuMounts(t *testing.T) (v1, v2 string) {
 	t.Helper()
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		t.Skipf("cannot find the cgroup hierarchies: %v", err)
+		cannotRun(t, "cannot find the cgroup hierarchies: %v", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -173,7 +185,7 @@ func cpuMounts(t *testing.T) (v1, v2 string) {
 func mkdirCgroup(t *testing.T, dir, under string) {
 	t.Helper()
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Skipf("cannot make a cgroup under %s: %v (the test needs root, euid %d here, and a writable cgroup file system)", under, err, os.Geteuid())
+		cannotRun(t, "cannot make a cgroup under %s: %v (the test needs root, euid %d here, and a writable cgroup file system)", under, err, os.Geteuid())
 	}
 	t.Cleanup(func() {
 		deadline := time.Now().Add(5 * time.Second)
@@ -197,4 +209,16 @@ func write(file, data string) error {
 		return fmt.Errorf("echo %s > %s: %w", data, file, err)
 	}
 	return nil
+}
+
+// cannotRun skips the test for why, a machine that cannot give it a
+// cgroup; with OTELQUEUE_REQUIRE_CGROUP set (make e2e under CI, on a
+// machine that can) it fails instead, so that a broken set-up does not
+// keep the regression it guards hidden.
+func cannotRun(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("OTELQUEUE_REQUIRE_CGROUP") != "" {
+		t.Fatalf("OTELQUEUE_REQUIRE_CGROUP is set, but "+format, args...)
+	}
+	t.Skipf(format, args...)
 }

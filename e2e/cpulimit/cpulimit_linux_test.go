@@ -1,7 +1,6 @@
 package cpulimit
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -53,18 +52,7 @@ func TestCPULimit(t *testing.T) {
 	}
 	cg := makeCgroup(t)
 
-	ctx := context.Background()
-	if deadline, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-10*time.Second))
-		defer cancel()
-	}
-	buildCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	bin, err := buildApp(buildCtx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, bin := appFor(t)
 
 	available := availableCores()
 	load := []string{

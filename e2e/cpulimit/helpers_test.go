@@ -16,13 +16,13 @@ func TestParseSummary(t *testing.T) {
 	}{{
 		// A fixed count under the quota: cpu, a lower bound of the cores.
 		line: "22:31:07.159306 queue configmaps: depth=19 delayed=0 in_flight=4 oldest=2.175s adds/s=8.0 retries/s=0.8 reconciles/s=7.6 errors/s=0.8 utilization=1.00 coalesced/s=4.8 cpu=0.50/0.50 cores throttled=1.00 sched-p99=100.663296ms split=own 0.93 limiter 0.00 api 0.07 retry-after 0.00 bottleneck=cpu (cpu 0.98 >= 0.9: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers) → no more than -workers 8 size: cpu/reconcile=64.66ms cores-needed>=0.72 memory=14.2MiB (291KiB/object) writes/s=8.0/12.0 behind: the process's CPU: the workload shares it with the controller",
-		want: summary{at: time.Date(2026, 12, 4, 22, 31, 7, 159306000, time.Local), class: "cpu", cpuUsed: 0.5, cpuCores: 0.5, cpuKnown: true, throttled: "1.00",
+		want: summary{at: time.Date(2026, 12, 4, 22, 31, 7, 159306000, time.Local), class: "cpu", signal: "cpu", cpuUsed: 0.5, cpuCores: 0.5, cpuKnown: true, throttled: "1.00",
 			rec: "→ no more than -workers 8", size: "cpu/reconcile=64.66ms cores-needed>=0.72", atLeast: true, cores: 0.72},
 	}, {
 		// An adaptive pool, once the quota is lifted: no throttling, the
 		// recommendation of more workers within the pool's bounds.
 		line: "22:36:27.500081 queue configmaps: depth=21 delayed=0 in_flight=1 oldest=2.249s workers=1 (adaptive 1..32, ceiling 1, last: cpu, 2 changes) adds/s=8.4 retries/s=0.4 reconciles/s=7.4 errors/s=0.4 utilization=1.00 coalesced/s=4.0 cpu=0.48/2.00 cores sched-p99=1.572864ms split=own 1.00 limiter 0.00 api 0.00 retry-after 0.00 bottleneck=workers (Little's law 3 > configured): 12.4 arrivals/s × 135ms mean work / 0.7 → recommend 3 workers, within -adaptive-workers 1:32 size: cpu/reconcile=64.71ms cores-needed=1.15 memory=15.2MiB (311KiB/object) writes/s=12.0/12.0",
-		want: summary{at: time.Date(2026, 12, 4, 22, 36, 27, 500081000, time.Local), class: "workers", cpuUsed: 0.48, cpuCores: 2, cpuKnown: true,
+		want: summary{at: time.Date(2026, 12, 4, 22, 36, 27, 500081000, time.Local), class: "workers", signal: "Little's", cpuUsed: 0.48, cpuCores: 2, cpuKnown: true,
 			pool: "workers=1 (adaptive 1..32, ceiling 1, last: cpu, 2 changes)", workers: 1,
 			rec: "→ recommend 3 workers, within -adaptive-workers 1:32", size: "cpu/reconcile=64.71ms cores-needed=1.15", cores: 1.15},
 	}, {
@@ -30,6 +30,11 @@ func TestParseSummary(t *testing.T) {
 		line: "00:00:02.000001 queue configmaps: depth=0 delayed=0 in_flight=0 oldest=0s workers=4 (adaptive 1..32, no change yet) adds/s=0.0 retries/s=0.0 reconciles/s=0.0 errors/s=0.0 utilization=0.00 coalesced/s=0.0 cpu=0.01/0.50 cores throttled=0.00 sched-p99=0s writes/s=0.0/0.0",
 		want: summary{at: time.Date(2026, 12, 5, 0, 0, 2, 1000, time.Local), cpuUsed: 0.01, cpuCores: 0.5, cpuKnown: true, throttled: "0.00",
 			pool: "workers=4 (adaptive 1..32, no change yet)", workers: 4},
+	}, {
+		// A busy node: the threads waited for a CPU, no quota.
+		line: "11:02:03.100000 queue configmaps: depth=9 delayed=0 in_flight=4 oldest=1.2s adds/s=12.0 retries/s=0.0 reconciles/s=11.8 errors/s=0.0 utilization=1.00 coalesced/s=0.0 cpu=0.69/2.00 cores starved=0.76 sched-p99=67.108864ms bottleneck=cpu (cpu-wait 0.56 of work time >= 0.25: the node's other processes take the CPU it wants; a larger CPU request, or a quieter node, not workers) → no more than -workers 4 size: cpu/reconcile=63.00ms cores-needed>=1.06",
+		want: summary{at: time.Date(2026, 12, 4, 11, 2, 3, 100000000, time.Local), class: "cpu", signal: "cpu-wait", cpuUsed: 0.69, cpuCores: 2, cpuKnown: true,
+			rec: "→ no more than -workers 4", size: "cpu/reconcile=63.00ms cores-needed>=1.06", atLeast: true, cores: 1.06},
 	}} {
 		got, ok := parseSummary(tc.line, ref)
 		tc.want.line = tc.line

@@ -14,8 +14,9 @@ type summary struct {
 	line string
 	at   time.Time
 	// class is the bottleneck=<class>, "" when the line has none (nothing
-	// finished in its interval).
-	class string
+	// finished in its interval); signal the first word of its reason, the
+	// figure that made it ("cpu", "throttled", "gomaxprocs", "cpu-wait").
+	class, signal string
 	// cpuUsed and cpuCores are cpu=USED/CORES cores: the cores the
 	// process used and those it has (the quota, else min(GOMAXPROCS,
 	// NumCPU)); cpuKnown false without the part.
@@ -52,8 +53,8 @@ var (
 	summaryRe  = regexp.MustCompile(`^(\d\d:\d\d:\d\d\.\d{6}) queue \S+: depth=\d+ .* reconciles/s=`)
 	poolRe     = regexp.MustCompile(` (workers=(\d+) \(adaptive [^)]*\)) adds/s=`)
 	cpuRe      = regexp.MustCompile(` cpu=([\d.]+)/([\d.]+) cores(?: throttled=([\d.]+))?`)
-	classRe    = regexp.MustCompile(` bottleneck=(\S+)`)
-	recRe      = regexp.MustCompile(` (→ .+?)(?: size: | writes/s=|$)`)
+	classRe    = regexp.MustCompile(` bottleneck=(\S+)(?: \(([^ )]+))?`)
+	recRe      = regexp.MustCompile(` (→ .+?)(?: size: | pod: | writes/s=|$)`)
 	sizeRe     = regexp.MustCompile(` size: (cpu/reconcile=\S+ cores-needed(>=|=)([\d.]+))`)
 	decisionRe = regexp.MustCompile(`^(\d\d:\d\d:\d\d\.\d{6}) INFO adaptive workers queue=\S+ from=(\d+) to=(\d+) reason=(\S+) detail="((?:[^"\\]|\\.)*)"`)
 )
@@ -79,7 +80,7 @@ func parseSummary(line string, ref time.Time) (summary, bool) {
 		s.throttled = c[3]
 	}
 	if c := classRe.FindStringSubmatch(line); c != nil {
-		s.class = c[1]
+		s.class, s.signal = c[1], c[2]
 	}
 	if r := recRe.FindStringSubmatch(line); r != nil {
 		s.rec = r[1]

@@ -33,9 +33,12 @@ func report(header string, runs []*run) string {
 			continue
 		}
 		fmt.Fprintf(&b, "`%s`, in the %s from its first instruction.\n", r.command(), r.cgroup)
-		if r.lift.IsZero() {
+		switch {
+		case r.steady:
+			b.WriteString("No quota.")
+		case r.lift.IsZero():
 			b.WriteString("The quota was never lifted.")
-		} else {
+		default:
 			fmt.Fprintf(&b, "Quota lifted at %s.", r.since(r.lift))
 		}
 		switch {
@@ -49,7 +52,7 @@ func report(header string, runs []*run) string {
 		b.WriteString("\n| t | phase | class | cpu (used/cores) | throttled | workers | recommendation | size |\n|---|---|---|---|---|---|---|---|\n")
 		for _, s := range r.summaries {
 			p := r.phase(s.at)
-			if p != phaseQuota && p != phaseLifted {
+			if p != phaseQuota && p != phaseLifted && p != phaseSteady {
 				continue
 			}
 			cpu, throttled := "", s.throttled
@@ -63,7 +66,11 @@ func report(header string, runs []*run) string {
 			if s.pool != "" {
 				workers = fmt.Sprintf("workers=%d", s.workers)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.since(s.at), p, orNone(s.class), cpu, throttled, workers, orNone(s.rec), orNone(s.size))
+			class := orNone(s.class)
+			if s.class == "cpu" && s.signal != "" {
+				class += " (" + s.signal + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.since(s.at), p, class, cpu, throttled, workers, orNone(s.rec), orNone(s.size))
 		}
 		if len(r.decisions) > 0 {
 			b.WriteString("\nThe pool's decisions (\"adaptive workers\" lines):\n\n| t | phase | from → to | reason |\n|---|---|---|---|\n")

@@ -31,10 +31,11 @@ const (
 	phaseQuota                   // the quota holds: judged
 	phaseTransition              // the 10 s after the lift: not judged
 	phaseLifted                  // no quota: judged
+	phaseSteady                  // a run with no lift, past its warm-up: judged
 )
 
 func (p phase) String() string {
-	return [...]string{"warm-up", "quota", "transition", "lifted"}[p]
+	return [...]string{"warm-up", "quota", "transition", "lifted", "steady"}[p]
 }
 
 // run is one run of the app in the cgroup.
@@ -42,6 +43,10 @@ type run struct {
 	name  string // "A", as the report names it
 	title string
 	args  []string
+	env   []string // added to the app's environment
+	// steady is a run whose conditions hold from start to end (no quota
+	// to lift): its lines past the warm-up are phaseSteady.
+	steady bool
 	// fixed is the fixed worker count, 0 with an adaptive pool.
 	fixed int
 	// cgroup is the cgroup it ran in, as the report shows it.
@@ -65,6 +70,8 @@ func (r *run) phase(at time.Time) phase {
 	switch {
 	case at.Before(r.start.Add(warmup)):
 		return phaseWarmup
+	case r.steady:
+		return phaseSteady
 	case r.lift.IsZero() || at.Before(r.lift):
 		return phaseQuota
 	case !at.After(r.lift.Add(transition)):
@@ -92,6 +99,9 @@ func (r *run) since(at time.Time) string {
 // command is the app's command line as a user types it.
 func (r *run) command() string {
 	var b strings.Builder
+	for _, e := range r.env {
+		b.WriteString(e + " ")
+	}
 	b.WriteString("app")
 	for _, a := range r.args {
 		b.WriteByte(' ')

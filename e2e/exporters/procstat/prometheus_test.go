@@ -49,6 +49,9 @@ func TestPrometheusNames(t *testing.T) {
 		"otelqueue_cpu_throttled_periods_total":      dto.MetricType_COUNTER,
 		"otelqueue_cpu_throttled_time_seconds_total": dto.MetricType_COUNTER,
 		"otelqueue_cache_objects":                    dto.MetricType_GAUGE,
+		"otelqueue_memory_needed_bytes":              dto.MetricType_GAUGE,
+		"otelqueue_cpu_count":                        dto.MetricType_GAUGE,
+		"otelqueue_cpu_gc_idle_seconds_total":        dto.MetricType_COUNTER,
 		"target_info":                                dto.MetricType_GAUGE, // the resource, from the exporter
 	}
 	got := slices.Sorted(maps.Keys(byName))
