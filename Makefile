@@ -2,12 +2,14 @@
 #
 #   make test    gofmt and staticcheck (make lint), unit tests of every module
 #                with -race, the consumer test (release/), the fuzz seeds plus
-#                a short fuzz run, the Prometheus rules' unit tests, the
-#                control-plane suite (make test-apiserver) and the end-to-end
-#                suite (e2e/)
+#                a short fuzz run, the demo's memory over ten minutes (make
+#                memory), the Prometheus rules' unit tests, the control-plane
+#                suite (make test-apiserver) and the end-to-end suite (e2e/)
 #   make test-apiserver   the tests that need a real kube-apiserver and etcd
-#                (controllerruntime's TestAPIServer*, e2e/apiserver), on
-#                binaries built from the Go module proxy or $KUBEBUILDER_ASSETS
+#                (controllerruntime's TestAPIServer*, e2e/apiserver, and
+#                e2e/kubebuilder: the README's controller-runtime steps applied
+#                to a kubebuilder operator), on binaries built from the Go
+#                module proxy or $KUBEBUILDER_ASSETS
 #   make controlplane     build (or find) those binaries and print their directory
 #   make lint    gofmt -l and staticcheck over every module
 #   make rules   promtool check and unit tests of example/prometheus/rules.yml
@@ -43,17 +45,24 @@ BENCHSTAT  ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22
 # of its own. example/ is the examples' module (the two example controllers,
 # their embedded API server and telemetry set-up), so that the root go.mod
 # requires only what the library packages import.
-MODULES := . bench controllerruntime example
+# e2e/tools/vpa is the check of the pod size against the Vertical Pod
+# Autoscaler's recommender (docs/scaling.md): its tests pin the
+# recommender's arithmetic.
+MODULES := . bench controllerruntime example e2e/tools/vpa
 # staticcheck, pinned (2026.x, built for Go 1.26), run through the module
-# proxy. Its modules: all but e2e/tools/*, which only wrap pinned third-party
-# builds (gofmt checks them; loading their dependencies would cost a Jaeger
-# and a collector build).
+# proxy. Its modules: all but the other e2e/tools/*, which only wrap pinned
+# third-party builds (gofmt checks them; loading their dependencies would
+# cost a Jaeger and a collector build).
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LINT_MODULES := $(MODULES) e2e release
 # Room for the cold builds of Jaeger and the collector (docs/testing.md#how-long).
 E2E_TIMEOUT ?= 45m
 # Room for a cold build of kube-apiserver (how long: docs/testing.md#a-real-control-plane).
 APISERVER_TIMEOUT ?= 45m
+# e2e/kubebuilder builds a kubebuilder operator twice and runs its tests:
+# room for compiling controller-runtime, client-go and ginkgo cold (18.5
+# minutes with an empty build cache, docs/testing.md).
+KUBEBUILDER_TIMEOUT ?= 45m
 # Prints the directory of kube-apiserver and etcd: $KUBEBUILDER_ASSETS when
 # set, otherwise both built from the Go module proxy and cached in e2e/.bin.
 CONTROLPLANE = cd e2e && $(GO) run ./cmd/controlplane
@@ -61,7 +70,7 @@ CONTROLPLANE = cd e2e && $(GO) run ./cmd/controlplane
 # cached in e2e/.bin ($OTELQUEUE_E2E_PROMTOOL names another).
 PROMTOOL = cd e2e && $(GO) run ./cmd/prometheus promtool
 
-.PHONY: test prebuild deps unit consumer fuzz rules e2e test-apiserver controlplane bench bench-compare demo demo-controller-runtime stack vet lint release
+.PHONY: test prebuild deps unit consumer fuzz memory rules e2e test-apiserver controlplane bench bench-compare demo demo-controller-runtime stack vet lint release
 
 # The stages of make test, in order; each prints how long it took, so that
 # a CI log says where the time went (docs/testing.md#how-long).
@@ -76,7 +85,7 @@ TEST_STAGES := deps vet rules unit test-apiserver e2e
 # has the runs). Their output goes to
 # e2e/.results/checks.log, printed when they end; one that fails fails make
 # test.
-TEST_CHECKS := lint consumer fuzz
+TEST_CHECKS := lint consumer fuzz memory
 
 # Meanwhile make prebuild builds the binaries of the later stages at the
 # same lowest priority (e2e/.results/prebuild.log); a stage that needs one
@@ -113,11 +122,14 @@ prebuild:
 
 # What the tests need from Debian and a fresh machine lacks: docker-compose
 # validates docker-compose.yaml (e2e); headless Chromium loads the queue
-# inspector's page (e2e/inspector_test.go). Prometheus and promtool are built
-# from the Go module proxy (PROMTOOL below, and the e2e stack).
+# inspector's page (e2e/inspector_test.go); git applies the README's diffs
+# to a kubebuilder operator (e2e/kubebuilder; a clone has it, a tarball's
+# machine may not). Prometheus and promtool are built from the Go module
+# proxy (PROMTOOL below, and the e2e stack).
 deps:
 	@missing=""; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v git >/dev/null || missing="$$missing git"; \
 	command -v chromium-headless-shell >/dev/null || missing="$$missing chromium-headless-shell"; \
 	if [ -n "$$missing" ]; then \
 		echo "== installing$$missing with apt-get"; \
@@ -140,10 +152,14 @@ controlplane:
 	@$(CONTROLPLANE)
 
 # The tests on a real kube-apiserver and etcd, started on 127.0.0.1 by
-# envtest: controllerruntime's integration tests on a real cache, and the
+# envtest: controllerruntime's integration tests on a real cache, the
 # two examples run with -kubeconfig (e2e/apiserver, which prints a table of
-# the examples on the real control plane and on the fake cluster). A missing
-# binary fails them here rather than skipping them.
+# the examples on the real control plane and on the fake cluster), and
+# otelqueue adopted into a kubebuilder v4 operator by the README's steps
+# (e2e/kubebuilder, which prints its manager's metrics before and after;
+# after e2e/apiserver, not beside it: its builds would take the cores that
+# e2e/apiserver's measured runs need). A missing binary fails them here
+# rather than skipping them.
 test-apiserver:
 	@assets=$$($(CONTROLPLANE)) || exit 1; \
 	export KUBEBUILDER_ASSETS="$$assets" OTELQUEUE_REQUIRE_APISERVER=1; \
@@ -155,7 +171,10 @@ test-apiserver:
 	mkdir -p e2e/.results && cd e2e && \
 	OTELQUEUE_E2E_REPORT=$(CURDIR)/e2e/.results/apiserver.md $(GO) test -race -count=1 -timeout $(APISERVER_TIMEOUT) ./apiserver/... && \
 	echo "== the examples on the real control plane and on the embedded API server (e2e/.results/apiserver.md)" && \
-	cat .results/apiserver.md
+	cat .results/apiserver.md && \
+	echo "== go test -race (e2e/kubebuilder: the README's controller-runtime steps applied to a kubebuilder v4 operator)" && \
+	OTELQUEUE_E2E_REPORT=$(CURDIR)/e2e/.results/kubebuilder.md $(GO) test -race -count=1 -timeout $(KUBEBUILDER_TIMEOUT) ./kubebuilder/ && \
+	cat .results/kubebuilder.md
 
 # gofmt over every Go file git tracks or would track (so not the module
 # cache of a CI that keeps it in the tree), then staticcheck per module.
@@ -173,6 +192,12 @@ consumer:
 # make release VERSION=vX.Y.Z: see docs/releasing.md.
 release:
 	release/release.sh $(VERSION)
+
+# The demo for ten minutes at a constant load: the memory it says its pod
+# needs holds still (e2e/memory). Mostly waiting: make test runs it beside
+# the control-plane suite, with the other checks.
+memory:
+	cd e2e && $(GO) test -count=1 -timeout 20m ./memory/
 
 # The seed corpus runs with the unit tests; this adds a short coverage-guided run.
 fuzz:
@@ -203,9 +228,9 @@ rules:
 # TestNativeHistograms' table of quantiles, classic against native.
 e2e:
 	mkdir -p e2e/.results && rm -f e2e/.results/native-histograms.md
-	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v -e '/e2e/apiserver$$' -e '/e2e/cpulimit$$')
+	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout $(E2E_TIMEOUT) $$($(GO) list ./... | grep -v -e '/e2e/apiserver$$' -e '/e2e/kubebuilder$$' -e '/e2e/cpulimit$$' -e '/e2e/memory$$')
 	@echo "== go test -race (e2e/cpulimit: the demo in a cgroup of half a core, alone on the machine)"
-	cd e2e && OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout 10m ./cpulimit/
+	cd e2e && OTELQUEUE_REQUIRE_CGROUP=$${CI:+1} OTELQUEUE_E2E_RESULTS=$(CURDIR)/e2e/.results $(GO) test -race -count=1 -timeout 10m ./cpulimit/
 	@echo "== quantiles from classic and from native buckets, on Prometheus 3.16 (e2e/.results/native-histograms.md)"
 	@cat e2e/.results/native-histograms.md
 
