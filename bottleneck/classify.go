@@ -36,13 +36,18 @@ type Figures struct {
 	// APIServer is how the API server answered the process's instrumented
 	// clients (its Known field says whether it was read).
 	APIServer APIServerUse
-	// CPUWaitShare is the time the process's threads waited on the node's
-	// run queues for a CPU over the work time (CPUUse.RunDelay over the
-	// workers' busy time): how much of the work the node's CPU held back.
-	// CPUWaitKnown says whether it was read: the run delay, at least a
-	// tenth of a core of it (less is the wakeups of a quiet process, which
-	// a short work time would magnify), and enough reconciles for a work
-	// time (MinReconciles).
+	// CPUWaitShare is the share of the work time the node's CPU held back:
+	// the time the process's threads waited on the node's run queues for a
+	// CPU (CPUUse.RunDelay) over the workers' busy time, and no more than
+	// the share of the CPU the threads wanted that they waited
+	// (CPUUse.Starved), so that a queue which is a small part of a busy
+	// process is not charged the wait of the rest. CPUWaitKnown says
+	// whether it was read: the run delay, at least a tenth of a core of it
+	// (less is the wakeups of a quiet process, which a short work time
+	// would magnify), enough reconciles for a work time (MinReconciles),
+	// and workers busy at least DownstreamShare of their time (under it,
+	// the wait lengthens reconciles beside idle workers, and no key waits
+	// behind them).
 	CPUWaitShare float64
 	CPUWaitKnown bool
 }

@@ -330,9 +330,32 @@ func TestCPUSignals(t *testing.T) {
 	if f := q.Figures(); f.CPUWaitKnown {
 		t.Errorf("a wait of 0.05 cores: CPU wait share %v known, want unknown", f.CPUWaitShare)
 	}
+	// A tenth of a core of wait, 20 times that work time: the workers are
+	// busy 0.00125 of their time, and the wait is the rest of the
+	// process's. An almost idle queue on a busy node read cpu here, before
+	// the errors its retries showed (e2e TestBottleneck on a loaded CI
+	// machine, utilization 0.0096).
 	q.CPU.RunDelay = 0.1
-	if v := q.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare {
-		t.Errorf("a wait of a tenth of a core, 20 times the work time: %v, want cpu by the CPU wait", v)
+	if f := q.Figures(); f.CPUWaitKnown {
+		t.Errorf("a queue busy %.5f of its time: CPU wait share %v known, want unknown", f.Utilization, f.CPUWaitShare)
+	}
+	// Busy a quarter of the time, the same queue is judged by the wait.
+	q.Busy, q.CPU.RunDelay = 10*time.Second, 0.5
+	if v := q.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare || math.Abs(v.Figure-0.5) > 1e-9 {
+		t.Errorf("a queue busy a quarter of its time, the wait half its work time: %v, want cpu by the CPU wait, 0.5", v)
+	}
+	// A queue that is a small part of a busy process: its workers are busy
+	// 1 s a second, the process's threads wanted 3.2 cores and waited 0.8
+	// of them. The work waited at most 0.25 of what it wanted, not the
+	// 0.8 of its work time that all of the process's wait would be.
+	s := Window{Duration: 10 * time.Second, Workers: 2, Adds: 100, Reconciles: 100, Busy: 10 * time.Second,
+		CPU: CPUUse{Known: true, Used: 2.4, Cores: 4, MaxProcs: 4, Available: 4, RunDelay: 0.8, RunDelayKnown: true}}
+	if f := s.Figures(); !f.CPUWaitKnown || math.Abs(f.CPUWaitShare-0.25) > 1e-9 {
+		t.Errorf("a queue beside a busy process: CPU wait share %v (known %v), want 0.25, the share of what the threads wanted", f.CPUWaitShare, f.CPUWaitKnown)
+	}
+	s.CPU.Used = 2.5
+	if v := s.Classify(); v.Class == CPU {
+		t.Errorf("a queue beside a busy process, its threads waiting 0.24 of what they wanted: %v, want no cpu", v)
 	}
 	f = w.Figures()
 	f.CPUWaitShare, f.CPUWaitKnown = 0.5, false

@@ -172,7 +172,7 @@ var rules = [...]Rule{
 	},
 	{
 		Class: CPU, Signal: SignalCPUWaitShare, Threshold: DownstreamShare, Inclusive: true,
-		Holds:  "the process's threads waited on the node's run queues for a CPU at least a quarter of the work time, with no quota throttling them",
+		Holds:  "the process's threads waited on the node's run queues for a CPU at least a quarter of the work time (and of the CPU they wanted), while the workers were busy at least a quarter of their time",
 		Change: "the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer",
 	},
 	{

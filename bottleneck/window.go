@@ -133,11 +133,13 @@ func (w Window) Figures() Figures {
 		f.RateLimiterShare = w.Client.Share(w.Client.RateLimiterWait)
 	}
 	f.ErrorRetries, f.AddsKnown = w.ErrorRetries()
-	if w.CPU.Known && w.CPU.RunDelayKnown && w.CPU.RunDelay >= minCPU && f.WorkKnown && w.Busy > 0 {
-		// The threads' wait is the process's, the busy time the queue's:
-		// a process whose CPU wait is a fair part of a queue's work time
-		// has that much of its work held back by the node.
-		f.CPUWaitShare, f.CPUWaitKnown = w.CPU.RunDelay*w.Seconds()/w.Busy.Seconds(), true
+	if w.CPU.Known && w.CPU.RunDelayKnown && w.CPU.RunDelay >= minCPU && f.WorkKnown && f.Utilization >= DownstreamShare {
+		// The threads' wait is the process's, the busy time the queue's.
+		// The work waited at most all of that wait (over the work time),
+		// and, were the wait spread over all the process wanted, the share
+		// of what it wanted that it waited: a queue that is a small part
+		// of a busy process is not charged the wait of the rest.
+		f.CPUWaitShare, f.CPUWaitKnown = w.CPU.RunDelay/max(w.Busy.Seconds()/w.Seconds(), w.CPU.RunDelay+w.CPU.Used), true
 	}
 	if f.WorkKnown {
 		f.LittlesLaw = w.LittlesLaw()

@@ -236,9 +236,14 @@ END {
 		# The CPU of the process, and the size figures.
 		delete val; delete known
 		if (maxprocs_bound) { known["cpu_maxprocs"] = 1; val["cpu_maxprocs"] = worked / maxprocs }
-		# That wait over the queue'"'"'s work time, as rules.yml: from a
-		# tenth of a core of wait.
-		if (run_delay >= 0.1 && busy > 0) { known["cpu_wait_share"] = 1; val["cpu_wait_share"] = run_delay / busy }
+		# That wait over the queue'"'"'s work time, and no more than the
+		# share of what the threads wanted that they waited, as rules.yml:
+		# from a tenth of a core of wait, with the workers busy at least
+		# 25% of their time.
+		if (cpu_seen && run_delay >= 0.1 && util >= 0.25) {
+			known["cpu_wait_share"] = 1
+			val["cpu_wait_share"] = run_delay / ((busy > run_delay + cpu_used) ? busy : run_delay + cpu_used)
+		}
 		if (cpu_seen && cores > 0) {
 			known["cpu_utilization"] = 1; val["cpu_utilization"] = worked / cores
 			printf "  process CPU             %.3f of %.3f cores used", cpu_used, cores

@@ -118,17 +118,26 @@ check thr-above "bottleneck=cpu (CPU throttled in 0.502 of the cgroup's periods 
 # GOMAXPROCS 2 of the 4 CPUs the process may use, 0.89 / 0.9 / 0.91 of it
 # used: cpu by GOMAXPROCS, which says to raise it. A busy node, no quota:
 # the threads waited on run queues 0.24 / 0.25 / 0.26 of the work time of
-# 5 busy workers; Little's law asks for 8 of the 30.
+# 5 busy workers of 16; Little's law asks for 8 of them.
 mpadv="keep -workers 30: more workers will not help, raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers"
 cwadv="more workers will not help, the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer"
 check mp-below "bottleneck=workers (Little's-law workers 36 > configured 30)" "$more" \
 	'process CPU             1.780 of 2.000 cores used, GOMAXPROCS 2 of 4.000 cores allowed'
 check mp-at 'bottleneck=cpu (CPU used 0.900 of GOMAXPROCS, below the cores the process may use >= 0.9)' "$mpadv"
 check mp-above 'bottleneck=cpu (CPU used 0.910 of GOMAXPROCS, below the cores the process may use >= 0.9)' "$mpadv"
-check cw-below "bottleneck=none (utilization 0.167; Little's-law workers 8 <= configured 30)" '8  (ceil(arrivals x mean work / 0.7))' \
+check cw-below "bottleneck=none (utilization 0.312; Little's-law workers 8 <= configured 16)" '8  (ceil(arrivals x mean work / 0.7))' \
 	'process CPU             0.700 of 10.000 cores used, waited for a CPU 0.632 of what it wanted'
-check cw-at 'bottleneck=cpu (CPU wait share 0.250 of the work time >= 0.25)' "8 (Little's law, not above the configured 30): $cwadv"
-check cw-above 'bottleneck=cpu (CPU wait share 0.260 of the work time >= 0.25)' "8 (Little's law, not above the configured 30): $cwadv"
+check cw-at 'bottleneck=cpu (CPU wait share 0.250 of the work time >= 0.25)' "8 (Little's law, not above the configured 16): $cwadv"
+check cw-above 'bottleneck=cpu (CPU wait share 0.260 of the work time >= 0.25)' "8 (Little's law, not above the configured 16): $cwadv"
+# The wait of a busy node beside a queue whose workers are idle most of
+# the time (5 of 30 busy): 0.4 of its work time, but no key waits behind
+# it.
+check cw-idle "bottleneck=none (utilization 0.167; Little's-law workers 8 <= configured 30)" '8  (ceil(arrivals x mean work / 0.7))' \
+	'process CPU             0.700 of 10.000 cores used, waited for a CPU 0.741 of what it wanted'
+# A queue that is a small part of a busy process: 1.5 cores of wait, 0.3
+# of its work time, but 0.23 of the 6.5 cores the threads wanted.
+check cw-starved "bottleneck=none (utilization 0.312; Little's-law workers 8 <= configured 16)" '8  (ceil(arrivals x mean work / 0.7))' \
+	'process CPU             5.000 of 10.000 cores used, waited for a CPU 0.231 of what it wanted'
 # A quiet process: its threads waited 0.05 of a core, as long as the work
 # time of 5 reconciles of 10 ms a second; under a tenth of a core, no share.
 check cw-quiet "bottleneck=none (utilization 0.002; Little's-law workers 1 <= configured 30)" '1  (ceil(arrivals x mean work / 0.7))'
