@@ -44,8 +44,10 @@ const probeWithin = 25 * time.Second
 // holds, the summary line's class is cpu, it never asks for more workers,
 // it gives the cores needed as a lower bound above the quota, and the
 // adaptive pool shrinks for the CPU and never grows for demand; once the
-// quota is gone, the class is gone, the line shows the machine's cores
-// and the cores the load needs, and the pool grows again.
+// quota is gone, the quota's class is gone (the node's CPU wait, while
+// the backlog drains on cores the app's own API server shares, may stay
+// in a minority of lines), the line shows the machine's cores and the
+// cores the load needs, and the pool grows again.
 func TestCPULimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the test runs the example app twice for 75 s")
@@ -155,16 +157,38 @@ func checkFixedUnderQuota(t *testing.T, r *run) {
 	r.check(t, m > quotaCores, "under the quota, the median cores-needed is %.2f over %d lines (%s), want above the quota's %.2f", m, len(cores), floats(cores), quotaCores)
 }
 
+// nodeWait says whether s's class is cpu by the CPU wait: the node's
+// CPU, not the quota's. After the lift the app's own API server and etcd
+// share the machine's cores with it, and the drain of the backlog the
+// quota left can make its threads wait for one: that is the class's
+// truth, not the quota's, as long as it is not most of the lines (the
+// load needs 0.75 of the cores).
+func nodeWait(s summary) bool { return s.class == "cpu" && s.signal == "cpu-wait" }
+
+// checkNodeWait checks that fewer than half of lines say cpu by the CPU
+// wait (nodeWait).
+func checkNodeWait(t *testing.T, r *run, lines []summary) {
+	t.Helper()
+	var waits []string
+	for _, s := range lines {
+		if nodeWait(s) {
+			waits = append(waits, r.since(s.at))
+		}
+	}
+	r.check(t, 2*len(waits) < len(lines), "after the lift, fewer than half of the %d judged lines say cpu by the node's CPU wait (the backlog's drain on cores the app's API server shares)%s", len(lines), listed(waits))
+}
+
 // checkFixedLifted checks run A's lines after the lift: no class but
-// workers or none, the machine's cores, less than cpuUtilizationShare of
-// them used, and the cores the load needs for its burned CPU.
+// workers or none (or, in fewer than half of them, the node's CPU wait),
+// the machine's cores, less than cpuUtilizationShare of them used, and
+// the cores the load needs for its burned CPU.
 func checkFixedLifted(t *testing.T, r *run, available float64) {
 	t.Helper()
 	lines := r.judged(phaseLifted)
 	var classes, cpu []string
 	var cores []float64
 	for _, s := range lines {
-		if s.class != "workers" && s.class != "none" {
+		if s.class != "workers" && s.class != "none" && !nodeWait(s) {
 			classes = append(classes, fmt.Sprintf("%s: %s", r.since(s.at), orNone(s.class)))
 		}
 		if !s.cpuKnown || math.Abs(s.cpuCores-available) > 0.005 || s.cpuUsed >= cpuUtilizationShare*available {
@@ -175,7 +199,8 @@ func checkFixedLifted(t *testing.T, r *run, available float64) {
 		}
 	}
 	r.check(t, len(lines) >= 3, "after the lift, %d judged lines (want at least 3)", len(lines))
-	r.check(t, len(classes) == 0, "after the lift, the class is workers or none in every judged line (no cpu)%s", listed(classes))
+	r.check(t, len(classes) == 0, "after the lift, the class is workers or none in every judged line (no cpu but the node's CPU wait)%s", listed(classes))
+	checkNodeWait(t, r, lines)
 	r.check(t, len(cpu) == 0, "after the lift, every judged line shows cpu=U/%.2f cores with U under %.2f%s", available, cpuUtilizationShare*available, listed(cpu))
 	m, lo, hi := median(cores), 0.9*coresForLoad, 3*coresForLoad
 	r.check(t, m >= lo && m <= hi, "after the lift, the median cores-needed is %.2f over %d lines (%s), want from %.2f (%.2f for the burned CPU alone, less 10%% for the arrivals' noise) to %.2f", m, len(cores), floats(cores), lo, coresForLoad, hi)
@@ -211,7 +236,8 @@ func checkAdaptiveUnderQuota(t *testing.T, r *run) {
 	r.check(t, len(over) == 0, "under the quota, the judged lines show workers=N with N at most 4%s", listed(over))
 }
 
-// checkAdaptiveLifted checks run B after the lift: no class cpu, and the
+// checkAdaptiveLifted checks run B after the lift: no class cpu but the
+// node's CPU wait, in fewer than half of the lines (nodeWait), and the
 // pool not stuck at what the CPU left it: it grows, to probe or for
 // demand, within probeWithin.
 func checkAdaptiveLifted(t *testing.T, r *run) {
@@ -219,12 +245,13 @@ func checkAdaptiveLifted(t *testing.T, r *run) {
 	lines := r.judged(phaseLifted)
 	var cpu []string
 	for _, s := range lines {
-		if s.class == "cpu" {
-			cpu = append(cpu, r.since(s.at))
+		if s.class == "cpu" && !nodeWait(s) {
+			cpu = append(cpu, fmt.Sprintf("%s: cpu (%s)", r.since(s.at), s.signal))
 		}
 	}
 	r.check(t, len(lines) >= 3, "after the lift, %d judged lines (want at least 3)", len(lines))
-	r.check(t, len(cpu) == 0, "after the lift, no judged line says bottleneck=cpu%s", listed(cpu))
+	r.check(t, len(cpu) == 0, "after the lift, no judged line says bottleneck=cpu by the quota's signs or GOMAXPROCS%s", listed(cpu))
+	checkNodeWait(t, r, lines)
 	grew := ""
 	for _, d := range r.decisions {
 		if !r.lift.IsZero() && d.at.After(r.lift) && !d.at.After(r.lift.Add(probeWithin)) &&
