@@ -21,29 +21,41 @@ type APIServerCounters struct {
 // ObjectRoundTrips count single-object round trips of one kind.
 type ObjectRoundTrips struct {
 	// Ended is the round trips that ended; Time the time spent in them,
-	// those in flight included up to the reading; InFlight those in flight.
-	Ended    uint64
-	Time     time.Duration
-	InFlight int
+	// those in flight included up to the reading; InFlight those in flight;
+	// EndedTime the time of those that ended, each whole (Time less what
+	// those in flight spent so far).
+	Ended     uint64
+	Time      time.Duration
+	InFlight  int
+	EndedTime time.Duration
 }
 
 // mean returns the time in the round trips between a and b per round trip
-// that ended between them, or per round trip in flight at b if more, and
-// false when none. Little's law: the time spent over a window is the mean
-// in flight times the window, the round trips that ended the arrivals, so
-// their ratio is the mean time of one. Counting those in flight at b beside
-// those that ended would read a steady 500 ms as 333 ms (1 s spent, 2 ended,
-// 1 in flight); counting them instead when more keeps a stall, where none
-// ends, from reading as no time at all.
+// that ended between them, or per round trip in flight at b if more, or
+// the whole time of those that ended if longer, and false when none.
+// Little's law: the time spent over a window is the mean in flight times
+// the window, the round trips that ended the arrivals, so their ratio is
+// the mean time of one. Counting those in flight at b beside those that
+// ended would read a steady 500 ms as 333 ms (1 s spent, 2 ended, 1 in
+// flight); counting them instead when more keeps a stall, where none ends,
+// from reading as no time at all. The whole time of those that ended reads
+// the stall's end: its round trips end in the window after it with little
+// of their time in it, beside the many of the catch-up, which diluted 4
+// writes stalled 15 s to a mean under 250 ms, and the line said workers.
 func (b ObjectRoundTrips) mean(a ObjectRoundTrips) (time.Duration, bool) {
 	if b.Ended < a.Ended {
 		return 0, false
 	}
-	n := max(b.Ended-a.Ended, uint64(max(0, b.InFlight)))
+	ended := b.Ended - a.Ended
+	n := max(ended, uint64(max(0, b.InFlight)))
 	if n == 0 {
 		return 0, false
 	}
-	return max(0, b.Time-a.Time) / time.Duration(n), true
+	m := max(0, b.Time-a.Time) / time.Duration(n)
+	if ended > 0 && b.EndedTime >= a.EndedTime {
+		m = max(m, (b.EndedTime-a.EndedTime)/time.Duration(ended))
+	}
+	return m, true
 }
 
 // APIServerUse is how the API server answered over a window.
@@ -59,9 +71,10 @@ type APIServerUse struct {
 	Unavailable float64
 	// Latency is the time spent in single-object reads over the window,
 	// per read that ended in it (or per read in flight at its end, if
-	// more), or the same of the writes if more: the mean time of the
+	// more), or the whole time of the reads that ended in it per read, if
+	// longer; or the same of the writes if more: the mean time of the
 	// slower kind, which round trips stalled in flight raise while they
-	// last. LatencyKnown says whether there was any.
+	// last, and when they end. LatencyKnown says whether there was any.
 	Latency      time.Duration
 	LatencyKnown bool
 }

@@ -10,7 +10,8 @@ import (
 // round trips per round trip ended (or in flight, if more), of the reads and
 // of the writes apart, the slower kind's, so that requests stalled in flight read
 // as slow while they last, and writes slowed by a webhook are not diluted
-// by fast reads.
+// by fast reads; or the whole time of those that ended, if longer, so that
+// a stall's requests ending beside a catch-up read as slow too.
 func TestAPIServerBetween(t *testing.T) {
 	rw := func(reads, readMs, writes, writeMs uint64) (ObjectRoundTrips, ObjectRoundTrips) {
 		return ObjectRoundTrips{Ended: reads, Time: time.Duration(readMs) * time.Millisecond},
@@ -29,6 +30,13 @@ func TestAPIServerBetween(t *testing.T) {
 	steady.Writes.InFlight = 1
 	stalling := with(101, 2, false, 41, 2400, 40, 400)
 	stalling.Reads.InFlight = 4
+	// The reading before the stall's end: 4 writes in flight 11 s, 44 s of
+	// their time counted in Time; after it, their 60 s whole and the 2 s of
+	// 100 more in EndedTime, 18 s more in Time.
+	stallBase := base
+	stallBase.Writes.InFlight, stallBase.Writes.Time, stallBase.Writes.EndedTime = 4, 400*time.Millisecond+44*time.Second, 400*time.Millisecond
+	stallEnded := with(204, 2, false, 40, 400, 144, 400+62000)
+	stallEnded.Writes.EndedTime = stallEnded.Writes.Time
 	for _, tc := range []struct {
 		name string
 		b    APIServerCounters
@@ -49,9 +57,15 @@ func TestAPIServerBetween(t *testing.T) {
 			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
 		{"a stall begins: 1 read ended, 4 in flight, 2s spent", stalling,
 			APIServerUse{Known: true, Latency: 500 * time.Millisecond, LatencyKnown: true}},
+		{"a stall ends: 4 writes stalled 15s end 4s into the window, 100 of 20ms after them: 62s whole over 104, where the 18s spent in the window read 173ms", stallEnded,
+			APIServerUse{Known: true, Latency: 62 * time.Second / 104, LatencyKnown: true}},
 		{"readings out of order", APIServerCounters{Requests: 50}, APIServerUse{}},
 	} {
-		if got := APIServerBetween(base, tc.b); got != tc.want {
+		from := base
+		if tc.b == stallEnded {
+			from = stallBase
+		}
+		if got := APIServerBetween(from, tc.b); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

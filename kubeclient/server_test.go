@@ -109,8 +109,13 @@ func TestServerStats(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if c := kubeclient.ServerStats(); c.Reads.InFlight != 0 {
+	c := kubeclient.ServerStats()
+	if c.Reads.InFlight != 0 {
 		t.Errorf("%d in flight after the round trip ended", c.Reads.InFlight)
+	}
+	// Its end, in a window that holds little of its time: read whole.
+	if u := bottleneck.APIServerBetween(b, c); !u.LatencyKnown || u.Latency < 50*time.Millisecond {
+		t.Errorf("a round trip stalled for 50ms, ended after the reading before: %+v, want a latency of at least 50ms", u)
 	}
 
 	// The caller's cancellation is not the server's failure; a refused

@@ -40,7 +40,8 @@ func (o *objects) read(now time.Time) bottleneck.ObjectRoundTrips {
 	sum := o.startSum.Load()
 	t := bottleneck.ObjectRoundTrips{Ended: o.ended.Load(), InFlight: int(max(0, n))}
 	ended := o.endedNs.Load()
-	t.Time = time.Duration(ended + max(0, n*int64(now.Sub(epoch))-sum))
+	t.EndedTime = time.Duration(ended)
+	t.Time = t.EndedTime + time.Duration(max(0, n*int64(now.Sub(epoch))-sum))
 	return t
 }
 
