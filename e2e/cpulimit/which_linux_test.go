@@ -145,48 +145,13 @@ func burn(t *testing.T, cg *cgroup, n int) {
 }
 
 // runSteady runs the app bin with r's args and environment in cg, from its
-// first instruction, and waits for it to exit at its -duration; the app is
-// killed if the test ends first.
+// first instruction (startApp), and waits for it to exit at its -duration
+// (waitApp).
 func runSteady(ctx context.Context, t *testing.T, r *run, cg *cgroup, bin string) {
 	t.Helper()
-	r.cgroup = cg.String()
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		cannotRun(t, "no sh to start the app in the cgroup: %v", err)
-	}
-	r.logPath = filepath.Join(t.TempDir(), "app.log")
-	p := &e2e.Process{
-		Name:    "app (run " + r.name + ")",
-		Path:    sh,
-		Args:    append([]string{"-c", `echo $$ > "$OTELQUEUE_CGROUP_PROCS" && exec "$0" "$@"`, bin}, r.args...),
-		Env:     append([]string{"OTELQUEUE_CGROUP_PROCS=" + cg.procs()}, r.env...),
-		LogPath: r.logPath,
-	}
-	t.Cleanup(func() {
-		if err := p.Kill(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			if b, err := os.ReadFile(r.logPath); err == nil {
-				t.Logf("the whole output of the app of run %s (%s):\n%s", r.name, r.command(), b)
-			}
-		}
-	})
 	ctx, cancel := context.WithTimeout(ctx, whichRunFor+exitGrace)
 	defer cancel()
-	r.start = time.Now()
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startApp(t, r, cg, bin)
 	defer r.read(t)
-	exited, exitErr := p.Exited()
-	select {
-	case <-exited:
-		r.exited, r.exit = true, exitErr()
-	case <-ctx.Done():
-		t.Fatalf("the app did not exit within %v of its start (-duration %v): %v", whichRunFor+exitGrace, whichRunFor, ctx.Err())
-	}
-	if r.exit != nil {
-		t.Fatalf("the app exited with %v, want exit status 0 at its -duration", r.exit)
-	}
+	waitApp(ctx, t, r, p, whichRunFor)
 }
