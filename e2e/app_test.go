@@ -90,7 +90,7 @@ func startAppEnv(t *testing.T, env []string, service string, args ...string) *ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (b *Browser) run(tb testing.TB, url string, args ...string) ([]byte, time.D
 	err := cmd.Run()
 	took := time.Since(start)
 	if err != nil {
-		tb.Fatalf("%s %s: %v\n%s", b.path, strings.Join(args, " "), err, tail(stderr.String(), 20))
+		tb.Fatalf("%s %s: %v\n%s", b.path, strings.Join(args, " "), err, Tail(stderr.String(), 20))
 	}
 	return stdout.Bytes(), took
 }

@@ -157,7 +157,7 @@ func (t Tool) Build(ctx context.Context, binDir string, log io.Writer) (string, 
 				t.Name, time.Since(start).Round(time.Second), ctx.Err())
 		}
 		return "", fmt.Errorf("%s: go build %s (in %s) failed after %s: %w; the last lines of its output:\n%s",
-			t.Name, t.Package, t.ModuleDir, time.Since(start).Round(time.Second), err, tail(out.String(), 40))
+			t.Name, t.Package, t.ModuleDir, time.Since(start).Round(time.Second), err, Tail(out.String(), 40))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", err
@@ -267,8 +267,8 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
+// Tail returns the last n lines of s (a trailing newline aside).
+func Tail(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
 	lines := strings.Split(s, "\n")
 	if len(lines) > n {

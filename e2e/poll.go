@@ -107,9 +107,9 @@ func all(checks ...func() error) func() error {
 	}
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1. All listeners are
+// FreePorts returns n distinct free TCP ports on 127.0.0.1. All listeners are
 // held until every port is chosen, so the ports differ from each other.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {

@@ -161,5 +161,5 @@ func (p *Process) Tail(n int) string {
 		}
 		return err.Error()
 	}
-	return tail(string(b), n)
+	return Tail(string(b), n)
 }

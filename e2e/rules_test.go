@@ -78,7 +78,7 @@ func startFastPrometheus(t *testing.T) *Prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	rules := fastRules(t, stack.RulesFile, dir)
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func StartWith(ctx context.Context, bins Binaries, log io.Writer) (_ *Stack, err
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(8)
+	ports, err := FreePorts(8)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func startSamplingCollector(t *testing.T) *samplingCollector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := freePorts(4)
+	ports, err := FreePorts(4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,7 +150,7 @@ func goRun(t *testing.T, dir string, env []string, name string, args ...string) 
 	cmd.Env = append(cmd.Env, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s %s (in %s) failed: %v\n%s", name, strings.Join(args, " "), dir, err, tail(string(out), 60))
+		t.Fatalf("%s %s (in %s) failed: %v\n%s", name, strings.Join(args, " "), dir, err, e2e.Tail(string(out), 60))
 	}
 	return string(out)
 }
@@ -277,29 +276,9 @@ func scaffoldTests(t *testing.T, dir, assets string) string {
 		}
 	}
 	if len(lines) == 0 {
-		t.Fatalf("the scaffold's go test ran no test package:\n%s", tail(out, 40))
+		t.Fatalf("the scaffold's go test ran no test package:\n%s", e2e.Tail(out, 40))
 	}
 	return strings.Join(lines, "; ")
-}
-
-// freeAddr returns a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // check compares the adopted manager's run with the scaffold's.

@@ -111,7 +111,7 @@ func tailFile(path string, n int) string {
 	if err != nil {
 		return err.Error()
 	}
-	return tail(string(b), n)
+	return e2e.Tail(string(b), n)
 }
 
 // run is one manager's run: its workload's convergence, its scrapes, how
@@ -157,7 +157,11 @@ func runManager(ctx context.Context, t *testing.T, p *plane, name, bin, dir, tmp
 		}
 	}
 
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	ports, err := e2e.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr, probeAddr := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	proc := &e2e.Process{
 		Name: "manager-" + name,
 		Path: bin,
