@@ -148,8 +148,10 @@ func (b *watchBody) goStale() {
 	if time.Since(time.Unix(0, b.armed.Load())) < staleAfter {
 		return // re-armed meanwhile
 	}
-	b.stale.Store(true)
+	// The counter first: a reader that sees the stream stale in
+	// WatchStats sees it out of the counter too.
 	b.counter.Add(bgCtx, -1, b.opts...)
+	b.stale.Store(true)
 }
 
 // fresh counts a stale stream that carries data again as open.
@@ -159,8 +161,8 @@ func (b *watchBody) fresh() {
 	if b.ended || !b.stale.Load() {
 		return
 	}
-	b.stale.Store(false)
 	b.counter.Add(bgCtx, 1, b.opts...)
+	b.stale.Store(false)
 }
 
 // end counts the stream ended, once.
