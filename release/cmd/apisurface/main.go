@@ -1,0 +1,121 @@
+// Command apisurface counts the exported top-level names of otelqueue's
+// public packages: functions without a receiver, types, and each constant
+// and variable name, in the non-test files of every package of the root
+// modules (the root and controllerruntime) but internal/ ones. Methods and fields are not counted: they are
+// read from their type. Issue 38 holds the package otelqueue to 60 and all
+// public packages together to 180.
+//
+//	go run ./cmd/apisurface [-names] [module dir...]   (from release/; .. and ../controllerruntime by default)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+func main() {
+	names := flag.Bool("names", false, "print every name")
+	flag.Parse()
+	roots := flag.Args()
+	if len(roots) == 0 {
+		roots = []string{"..", "../controllerruntime"}
+	}
+	counts := map[string][]string{}
+	for _, root := range roots {
+		c, err := count(root)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apisurface:", err)
+			os.Exit(1)
+		}
+		for dir, names := range c {
+			p := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Clean(root)), dir))
+			if filepath.Clean(root) == ".." {
+				p = dir
+			}
+			counts[p] = names
+		}
+	}
+	pkgs := make([]string, 0, len(counts))
+	for p := range counts {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	total := 0
+	for _, p := range pkgs {
+		total += len(counts[p])
+		fmt.Printf("%-28s %4d\n", p, len(counts[p]))
+		if *names {
+			sort.Strings(counts[p])
+			fmt.Printf("    %s\n", strings.Join(counts[p], " "))
+		}
+	}
+	fmt.Printf("%-28s %4d\n", "total", total)
+}
+
+// count returns, per package directory under root, its exported names.
+func count(root string) (map[string][]string, error) {
+	counts := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			base := d.Name()
+			if rel != "." && (strings.HasPrefix(base, ".") || base == "internal" || base == "testdata" ||
+				fileExists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir // another module, or not public
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				if decl.Recv == nil && decl.Name.IsExported() {
+					counts[dir] = append(counts[dir], decl.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					switch spec := spec.(type) {
+					case *ast.TypeSpec:
+						if spec.Name.IsExported() {
+							counts[dir] = append(counts[dir], spec.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range spec.Names {
+							if n.IsExported() {
+								counts[dir] = append(counts[dir], n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return counts, err
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
