@@ -183,7 +183,7 @@ lint:
 	if [ -n "$$out" ]; then echo "these files need gofmt -w:"; echo "$$out"; exit 1; fi
 	@for m in $(LINT_MODULES); do echo "== staticcheck ($$m)"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
 
-# The published modules at the version of otelqueue/version.go, fetched with
+# The published modules at the version of internal/semconv/version.go, fetched with
 # go get from a file-based module proxy by a fresh module that builds and
 # runs a client-go and a controller-runtime controller (release/).
 consumer:

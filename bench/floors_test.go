@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -26,11 +28,11 @@ import (
 // tracing is on: the SDK's default trace-based exemplar filter looks it up
 // and, the span being unsampled, keeps no exemplar.
 func startSDKFloorMetrics(tb testing.TB, name string) (func(string) string, func()) {
-	meter := newMeterProvider(name).Meter(otelqueue.ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
-	queueDuration := floorHistogram(tb, meter, otelqueue.MetricQueueDuration)
-	workDuration := floorHistogram(tb, meter, otelqueue.MetricWorkDuration)
+	meter := newMeterProvider(name).Meter(semconv.ScopeOtelqueue, metric.WithInstrumentationVersion(otelqueue.Version))
+	queueDuration := floorHistogram(tb, meter, semconv.MetricQueueDuration)
+	workDuration := floorHistogram(tb, meter, semconv.MetricWorkDuration)
 	record := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(
-		otelqueue.AttrName.String(name), otelqueue.AttrController.String(name)))}
+		semconv.AttrName.String(name), semconv.AttrController.String(name)))}
 	ctx := trace.ContextWithSpanContext(context.Background(), rootSpanContext(false))
 	var n uint
 	step := func(key string) string {
@@ -103,11 +105,11 @@ func floorHistogram(tb testing.TB, m metric.Meter, name string) metric.Float64Hi
 // span): look the span up, and look up the root a sampled attempt keeps
 // there.
 func startSDKFloorUnsampled(_ testing.TB, name string) (func(string) string, func()) {
-	tracer := newTracerProvider(name, sdktrace.NeverSample()).Tracer(otelqueue.ScopeName,
+	tracer := newTracerProvider(name, sdktrace.NeverSample()).Tracer(semconv.ScopeOtelqueue,
 		trace.WithInstrumentationVersion(otelqueue.Version))
 	link := trace.WithLinks(trace.Link{
 		SpanContext: trace.SpanContextFromContext(enqueueContext(false)),
-		Attributes:  []attribute.KeyValue{otelqueue.AttrLinkKind.String("enqueue")},
+		Attributes:  []attribute.KeyValue{semconv.AttrLinkKind.String("enqueue")},
 	})
 	// The option slice is reused, as otelqueue reuses its pooled one: a
 	// fresh variadic slice would escape to the heap at every Start.

@@ -3,6 +3,8 @@ package bench
 import (
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -37,7 +39,7 @@ func checkNativeHistograms(t *testing.T, name string, ops int) {
 	t.Helper()
 	checkOTelHistograms(t, name, ops)
 	counts := histogramCounts(t, name)
-	for _, m := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+	for _, m := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
 		if n := counts[m+otelqueuesdk.NativeSuffix]; n < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops: the native stream is not attached", name, m+otelqueuesdk.NativeSuffix, n, ops)
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -175,7 +177,7 @@ func startSDKFloor(_ testing.TB, name string) (func(string) string, func()) {
 func checkOTelHistograms(t *testing.T, name string, ops int) {
 	t.Helper()
 	counts := histogramCounts(t, name)
-	for _, m := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+	for _, m := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
 		if counts[m] < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops: the instrumentation is not attached", name, m, counts[m], ops)
 		}

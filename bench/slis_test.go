@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -28,7 +30,7 @@ func checkSLIs(t *testing.T, name string, ops int) {
 	t.Helper()
 	checkOTelHistograms(t, name, ops)
 	counts := histogramCounts(t, name)
-	for _, m := range []string{otelqueue.MetricChangeDuration, otelqueue.MetricQueueDurationByPriority} {
+	for _, m := range []string{semconv.MetricChangeDuration, semconv.MetricQueueDurationByPriority} {
 		if counts[m] < uint64(ops) {
 			t.Errorf("%s: %s counted %d after %d ops", name, m, counts[m], ops)
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -120,17 +122,17 @@ func checkRunner(t *testing.T, name string, ops int) {
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != otelqueue.MetricReconcileResults {
+			if m.Name != semconv.MetricReconcileResults {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if r, _ := dp.Attributes.Value(otelqueue.AttrResult); r.AsString() == otelqueue.OutcomeSuccess.String() && dp.Value >= int64(ops) {
+				if r, _ := dp.Attributes.Value(semconv.AttrResult); r.AsString() == otelqueue.OutcomeSuccess.String() && dp.Value >= int64(ops) {
 					return
 				}
 			}
 		}
 	}
-	t.Errorf("%s: no %s{result=success} >= %d: the Runner's results are not reported", name, otelqueue.MetricReconcileResults, ops)
+	t.Errorf("%s: no %s{result=success} >= %d: the Runner's results are not reported", name, semconv.MetricReconcileResults, ops)
 }
 
 // plainThroughput adapts a queue constructor to throughputVariant.start with

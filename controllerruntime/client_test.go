@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -56,7 +58,7 @@ func TestAPIServerClientAttribution(t *testing.T) {
 	}
 	spans := tel.sr.Ended()
 	req := testutil.OneSpan(t, spans, "GET /api/v1/namespaces/{namespace}/configmaps/{name}")
-	rec := testutil.OneSpan(t, spans, otelqueue.SpanReconcile)
+	rec := testutil.OneSpan(t, spans, semconv.SpanReconcile)
 	if req.Parent().SpanID() != rec.SpanContext().SpanID() {
 		t.Errorf("the request span's parent is %v, want the attempt's reconcile span %v", req.Parent().SpanID(), rec.SpanContext().SpanID())
 	}

@@ -72,7 +72,7 @@ func (c *Controller[request]) NewQueue(controllerName string, rl workqueue.Typed
 
 // Options returns o with NewQueue set to c.NewQueue, and tells c the
 // controller's worker count, so that the queue reports it as
-// otelqueue.MetricWorkers (workqueue_workers, equal to controller-runtime's
+// `workqueue.workers` (workqueue_workers, equal to controller-runtime's
 // controller_runtime_max_concurrent_reconciles) beside its active workers.
 // The count is the one controller-runtime uses: o.MaxConcurrentReconciles,
 // else the manager's default (config.Controller.MaxConcurrentReconciles,
@@ -148,6 +148,15 @@ func (c *Controller[request]) Reconciler(r reconcile.TypedReconciler[request]) r
 // to the trace.
 const AttrReconcileID = attribute.Key("reconcile.id")
 
+// The keys of a reconciler's log lines that lead to the attempt's trace:
+// those of otelqueue's Runner (semconv/registry.yaml's registry.log; a test
+// holds them equal).
+const (
+	logTraceID      = "trace_id"
+	logSpanID       = "span_id"
+	logTraceSampled = "trace_sampled"
+)
+
 type tracedReconciler[request comparable] struct {
 	c *Controller[request]
 	r reconcile.TypedReconciler[request]
@@ -170,8 +179,8 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	if sc := span.SpanContext(); sc.IsValid() {
 		// The reconciler's log lines lead to the attempt's trace.
 		ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues(
-			otelqueue.LogTraceID, sc.TraceID().String(), otelqueue.LogSpanID, sc.SpanID().String(),
-			otelqueue.LogTraceSampled, sc.IsSampled()))
+			logTraceID, sc.TraceID().String(), logSpanID, sc.SpanID().String(),
+			logTraceSampled, sc.IsSampled()))
 	}
 	recording := span.IsRecording()
 	if id := controller.ReconcileIDFromContext(ctx); id != "" && recording {

@@ -17,7 +17,7 @@
 //
 // [Controller.Options] returns the controller's options with NewQueue set to
 // [Controller.NewQueue], and reports the controller's worker count as
-// otelqueue.MetricWorkers (workqueue_workers), so that the workers'
+// `workqueue.workers` (workqueue_workers), so that the workers'
 // utilization is one PromQL expression. [ObjectLinkSource] links each attempt
 // to the last writer of the object its request names, read from the
 // object's otelqueue.github.io/traceparent annotation in the manager's cache:

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -122,7 +124,7 @@ func (fc *forController) roots(t *testing.T, name string, n int) []sdktrace.Read
 	testutil.WaitFor(t, "attempts of "+key, func() bool {
 		out = out[:0]
 		for _, s := range testutil.SpansNamed(fc.tel.sr.Ended(), "process "+fc.name) {
-			if attr(s, string(otelqueue.AttrKey)) == key {
+			if attr(s, string(semconv.AttrKey)) == key {
 				out = append(out, s)
 			}
 		}
@@ -141,12 +143,12 @@ func assertLinked(t *testing.T, root sdktrace.ReadOnlySpan, want ...link) {
 	got := root.Links()
 	ok := len(got) == len(want)
 	for i := 0; ok && i < len(want); i++ {
-		gotAttrs, wantAttrs := attribute.NewSet(got[i].Attributes...), attribute.NewSet(otelqueue.AttrLinkKind.String(want[i].kind))
+		gotAttrs, wantAttrs := attribute.NewSet(got[i].Attributes...), attribute.NewSet(semconv.AttrLinkKind.String(want[i].kind))
 		ok = got[i].SpanContext.TraceID() == want[i].sc.TraceID() && got[i].SpanContext.SpanID() == want[i].sc.SpanID() &&
 			gotAttrs.Equals(&wantAttrs)
 	}
 	if !ok {
-		t.Errorf("attempt of %s links %v, want %v", attr(root, string(otelqueue.AttrKey)), got, want)
+		t.Errorf("attempt of %s links %v, want %v", attr(root, string(semconv.AttrKey)), got, want)
 	}
 }
 
@@ -160,7 +162,7 @@ func invalidTraceparents(t *testing.T, tel *telemetry) int64 {
 	t.Helper()
 	for _, sm := range tel.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == traceparent.MetricInvalid {
+			if m.Name == semconv.MetricTraceparentInvalid {
 				var n int64
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					n += dp.Value

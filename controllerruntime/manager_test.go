@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -229,9 +231,9 @@ func testManagerTrace(t *testing.T, c *cluster) {
 	// Done ends the attempt's spans before it records the work duration
 	// (otelqueue's observer): wait for the record, the last of them.
 	testutil.WaitFor(t, "the attempt's work duration", func() bool {
-		metrics, _, _ := testutil.ScopeMetrics(tel.collect(t), otelqueue.ScopeName)
+		metrics, _, _ := testutil.ScopeMetrics(tel.collect(t), semconv.ScopeOtelqueue)
 		for _, m := range metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == otelqueue.MetricWorkDuration {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == semconv.MetricWorkDuration {
 				return len(h.DataPoints) == 1 && h.DataPoints[0].Count == 1
 			}
 		}
@@ -255,22 +257,22 @@ func testManagerTrace(t *testing.T, c *cluster) {
 	if !linked {
 		t.Errorf("root span links %v, want one to the writer %v", root.Links(), writer)
 	}
-	if got := attr(root, string(otelqueue.AttrKey)); got != c.key("settings") {
+	if got := attr(root, string(semconv.AttrKey)); got != c.key("settings") {
 		t.Errorf("root span key = %q, want %s", got, c.key("settings"))
 	}
 
 	children := childrenOf(spans, root.SpanContext())
 	names := testutil.SpanNames(children)
 	slices.Sort(names)
-	if !slices.Equal(names, []string{otelqueue.SpanQueued, otelqueue.SpanReconcile}) {
+	if !slices.Equal(names, []string{semconv.SpanQueued, semconv.SpanReconcile}) {
 		t.Fatalf("root's children = %q, want queued and reconcile", names)
 	}
-	rec := testutil.OneSpan(t, spans, otelqueue.SpanReconcile)
+	rec := testutil.OneSpan(t, spans, semconv.SpanReconcile)
 	user := testutil.OneSpan(t, spans, "update status")
 	if user.Parent().SpanID() != rec.SpanContext().SpanID() || user.SpanContext().TraceID() != root.SpanContext().TraceID() {
 		t.Errorf("the reconciler's span has parent %v, want the reconcile span %v", user.Parent(), rec.SpanContext())
 	}
-	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.OutcomeSuccess.String() {
+	if got := attr(rec, string(semconv.AttrResult)); got != otelqueue.OutcomeSuccess.String() {
 		t.Errorf("reconcile result = %q, want success", got)
 	}
 	if st := rec.Status(); st.Code == codes.Error {
@@ -279,7 +281,7 @@ func testManagerTrace(t *testing.T, c *cluster) {
 
 	// The queue-wait histogram points, through its exemplar, to this trace.
 	rm := tel.collect(t)
-	h, ok := testutil.FindMetric(t, rm, otelqueue.ScopeName, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64])
+	h, ok := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, semconv.MetricQueueDuration).Data.(metricdata.Histogram[float64])
 	if !ok || len(h.DataPoints) != 1 {
 		t.Fatalf("queue duration: %+v", h)
 	}
@@ -361,10 +363,10 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	spans := tel.sr.Ended()
 	roots := testutil.SpansNamed(spans, "process "+name)
 	first, second := roots[0], roots[1]
-	if attr(first, string(otelqueue.AttrAttempt)) != "1" || attr(second, string(otelqueue.AttrAttempt)) != "2" {
-		t.Errorf("attempts = %s, %s; want 1, 2", attr(first, string(otelqueue.AttrAttempt)), attr(second, string(otelqueue.AttrAttempt)))
+	if attr(first, string(semconv.AttrAttempt)) != "1" || attr(second, string(semconv.AttrAttempt)) != "2" {
+		t.Errorf("attempts = %s, %s; want 1, 2", attr(first, string(semconv.AttrAttempt)), attr(second, string(semconv.AttrAttempt)))
 	}
-	recs := testutil.SpansNamed(spans, otelqueue.SpanReconcile)
+	recs := testutil.SpansNamed(spans, semconv.SpanReconcile)
 	var failed sdktrace.ReadOnlySpan
 	for _, s := range recs {
 		if s.SpanContext().TraceID() == first.SpanContext().TraceID() {
@@ -374,8 +376,8 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 	if failed == nil {
 		t.Fatal("no reconcile span in the first attempt's trace")
 	}
-	if failed.Status().Code != codes.Error || attr(failed, string(otelqueue.AttrResult)) != otelqueue.OutcomeError.String() {
-		t.Errorf("failed reconcile: status %v, result %q; want error, error", failed.Status(), attr(failed, string(otelqueue.AttrResult)))
+	if failed.Status().Code != codes.Error || attr(failed, string(semconv.AttrResult)) != otelqueue.OutcomeError.String() {
+		t.Errorf("failed reconcile: status %v, result %q; want error, error", failed.Status(), attr(failed, string(semconv.AttrResult)))
 	}
 	var linked bool
 	for _, l := range second.Links() {
@@ -427,9 +429,9 @@ func TestManagerPanic(t *testing.T) {
 		return len(testutil.SpansNamed(tel.sr.Ended(), "process "+name)) == 2
 	})
 	var results []string
-	for _, s := range testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile) {
-		results = append(results, attr(s, string(otelqueue.AttrResult)))
-		if attr(s, string(otelqueue.AttrResult)) == otelqueue.OutcomePanic.String() && s.Status().Code != codes.Error {
+	for _, s := range testutil.SpansNamed(tel.sr.Ended(), semconv.SpanReconcile) {
+		results = append(results, attr(s, string(semconv.AttrResult)))
+		if attr(s, string(semconv.AttrResult)) == otelqueue.OutcomePanic.String() && s.Status().Code != codes.Error {
 			t.Errorf("panicked reconcile status = %v, want error", s.Status())
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -311,7 +313,7 @@ func testManagerPriorities(t *testing.T, c *cluster) {
 	testutil.WaitFor(t, "two requests at priority 0", func() bool {
 		got := map[string]int64{}
 		for _, dp := range depthPoints(t, tel) {
-			p, _ := dp.Attributes.Value(otelqueue.AttrPriority)
+			p, _ := dp.Attributes.Value(semconv.AttrPriority)
 			got[p.AsString()] = dp.Value
 		}
 		return fmt.Sprint(got) == fmt.Sprint(wantDepth)
@@ -349,6 +351,6 @@ func testManagerPriorities(t *testing.T, c *cluster) {
 // depthPoints collects the depth's data points.
 func depthPoints(t *testing.T, tel *telemetry) []metricdata.DataPoint[int64] {
 	t.Helper()
-	m := testutil.FindMetric(t, tel.collect(t), otelqueue.ScopeName, otelqueue.MetricDepth)
+	m := testutil.FindMetric(t, tel.collect(t), semconv.ScopeOtelqueue, semconv.MetricDepth)
 	return m.Data.(metricdata.Sum[int64]).DataPoints
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -27,9 +29,9 @@ func reconcileOnce(t *testing.T, name string, r reconcile.Func) (*running, sdktr
 	cm, _ := writeConfigMap(t, tel, name)
 	run.send(t, cm)
 	testutil.WaitFor(t, "the attempt's reconcile span", func() bool {
-		return len(testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)) >= 1
+		return len(testutil.SpansNamed(tel.sr.Ended(), semconv.SpanReconcile)) >= 1
 	})
-	return run, testutil.SpansNamed(tel.sr.Ended(), otelqueue.SpanReconcile)[0]
+	return run, testutil.SpansNamed(tel.sr.Ended(), semconv.SpanReconcile)[0]
 }
 
 // TestManagerReconcilerLogger checks that the wrapped reconciler's logr
@@ -74,7 +76,7 @@ func TestManagerGoexit(t *testing.T) {
 		once.Do(runtime.Goexit)
 		return reconcile.Result{}, nil
 	})
-	if got := attr(rec, string(otelqueue.AttrResult)); got != otelqueue.OutcomePanic.String() {
+	if got := attr(rec, string(semconv.AttrResult)); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("result %q, want panic", got)
 	}
 	if st := rec.Status(); st.Code != codes.Error || !strings.Contains(st.Description, "runtime.Goexit") {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
@@ -178,13 +180,13 @@ func TestWithTraceContextReadsAnnotationOnce(t *testing.T) {
 	if q.Len() != 2 {
 		t.Fatalf("Len = %d, want the 2 mapped requests", q.Len())
 	}
-	m := testutil.FindMetric(t, tel.collect(t), traceparent.ScopeName, traceparent.MetricInvalid)
+	m := testutil.FindMetric(t, tel.collect(t), semconv.ScopeTraceparent, semconv.MetricTraceparentInvalid)
 	var total int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		total += dp.Value
 	}
 	if total != 1 {
-		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", traceparent.MetricInvalid, total)
+		t.Errorf("%s = %d, want 1: read once, and not for the event that enqueued nothing", semconv.MetricTraceparentInvalid, total)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
@@ -14,7 +16,6 @@ import (
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/internal/testutil"
-	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -75,15 +76,15 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 				t.Errorf("ClientStats = %+v; want 2 attempts, 3 requests (the other context's 2 not counted), 1 throttled, time in requests and Retry-After, no limiter (QPS -1)", st)
 			}
 			rm := testutil.Collect(t, tel.reader)
-			queueAttrs := attribute.NewSet(otelqueue.AttrName.String("configmaps"), otelqueue.AttrController.String("configmaps"))
-			for _, m := range []string{otelqueue.MetricClientRateLimiter, otelqueue.MetricClientRequest, otelqueue.MetricClientRetryAfter} {
-				h := testutil.FindMetric(t, rm, otelqueue.ScopeName, m).Data.(metricdata.Histogram[float64])
+			queueAttrs := attribute.NewSet(semconv.AttrName.String("configmaps"), semconv.AttrController.String("configmaps"))
+			for _, m := range []string{semconv.MetricClientRateLimiter, semconv.MetricClientRequest, semconv.MetricClientRetryAfter} {
+				h := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, m).Data.(metricdata.Histogram[float64])
 				if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 2 || !h.DataPoints[0].Attributes.Equals(&queueAttrs) {
 					t.Errorf("%s: %+v, want one point of 2 attempts with the queue's attributes", m, h.DataPoints)
 					continue
 				}
 				p := h.DataPoints[0]
-				if tracing && m == otelqueue.MetricClientRequest {
+				if tracing && m == semconv.MetricClientRequest {
 					if len(p.Exemplars) == 0 || p.Exemplars[0].TraceID == nil {
 						t.Errorf("%s: no exemplar with a trace (traced attempts)", m)
 					}
@@ -96,8 +97,8 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 					}
 				}
 			}
-			for m, want := range map[string]int64{otelqueue.MetricClientRequests: 3, otelqueue.MetricClientThrottled: 1} {
-				s := testutil.FindMetric(t, rm, otelqueue.ScopeName, m).Data.(metricdata.Sum[int64])
+			for m, want := range map[string]int64{semconv.MetricClientRequests: 3, semconv.MetricClientThrottled: 1} {
+				s := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, m).Data.(metricdata.Sum[int64])
 				if len(s.DataPoints) != 1 || s.DataPoints[0].Value != want || !s.IsMonotonic {
 					t.Errorf("%s: %+v, want %d", m, s.DataPoints, want)
 				}
@@ -106,7 +107,7 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 				// The request spans are children of their attempt's reconcile span.
 				spans := tel.spans.Ended()
 				rec := map[trace.SpanID]bool{}
-				for _, s := range testutil.SpansNamed(spans, otelqueue.SpanReconcile) {
+				for _, s := range testutil.SpansNamed(spans, semconv.SpanReconcile) {
 					rec[s.SpanContext().SpanID()] = true
 				}
 				reqs := testutil.SpansNamed(spans, "GET /api/v1/namespaces/{namespace}/configmaps/{name}")
@@ -118,7 +119,7 @@ func TestAttemptsAreAttributedToTheirQueue(t *testing.T) {
 						t.Errorf("request span %v is not a child of a reconcile span", s.SpanContext().SpanID())
 					}
 				}
-				testutil.OneSpan(t, spans, kubeclient.SpanRetryAfter)
+				testutil.OneSpan(t, spans, semconv.SpanRetryAfter)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -178,17 +180,17 @@ func TestClientStatsOnlyWithClientTime(t *testing.T) {
 			}
 
 			rm := testutil.Collect(t, tel.reader)
-			for _, m := range []string{otelqueue.MetricClientRateLimiter, otelqueue.MetricClientRequest, otelqueue.MetricClientRetryAfter, otelqueue.MetricClientRequests} {
+			for _, m := range []string{semconv.MetricClientRateLimiter, semconv.MetricClientRequest, semconv.MetricClientRetryAfter, semconv.MetricClientRequests} {
 				var names []string
-				switch d := testutil.FindMetric(t, rm, otelqueue.ScopeName, m).Data.(type) {
+				switch d := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, m).Data.(type) {
 				case metricdata.Histogram[float64]:
 					for _, p := range d.DataPoints {
-						v, _ := p.Attributes.Value(otelqueue.AttrName)
+						v, _ := p.Attributes.Value(semconv.AttrName)
 						names = append(names, v.AsString())
 					}
 				case metricdata.Sum[int64]:
 					for _, p := range d.DataPoints {
-						v, _ := p.Attributes.Value(otelqueue.AttrName)
+						v, _ := p.Attributes.Value(semconv.AttrName)
 						names = append(names, v.AsString())
 					}
 				}
@@ -224,7 +226,7 @@ func TestRetryAfterSpanWithoutClientTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.Done(it.Key)
-	testutil.OneSpan(t, tel.spans.Ended(), kubeclient.SpanRetryAfter)
+	testutil.OneSpan(t, tel.spans.Ended(), semconv.SpanRetryAfter)
 	if st := inst.ClientStats(); st != (otelqueue.ClientStats{}) {
 		t.Errorf("ClientStats = %+v, want nothing without WithClientTime", st)
 	}

@@ -13,10 +13,6 @@ import (
 	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
-// ScopeName is the instrumentation scope name of the meter and tracer this
-// package creates.
-const ScopeName = "github.com/otelqueue/otelqueue/kubeclient"
-
 // WaitSpanThreshold is the shortest rate-limiter wait that becomes a span: a
 // token taken at once costs microseconds, and a span per request for it
 // would only clutter the trace. Every wait is recorded in the metrics.

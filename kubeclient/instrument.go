@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -12,52 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/otelqueue/otelqueue/otelqueue"
-)
-
-// Metric instrument names.
-const (
-	// MetricRequestDuration is the OpenTelemetry semantic conventions' HTTP
-	// client request duration: one record per round trip, from sending the
-	// request to its response's headers (a watch's stream is not in it).
-	MetricRequestDuration = "http.client.request.duration"
-	// MetricRateLimiterDuration is the time a request waited for the
-	// client-side rate limiter, as client-go's
-	// rest_client_rate_limiter_duration_seconds.
-	MetricRateLimiterDuration = "kubernetes.client.rate_limiter.duration"
-	// MetricWatches is the watch streams open and carrying data (an
-	// informer holds one per resource it watches; a stream that asked for
-	// bookmarks and got nothing for StaleAfter is not counted until data
-	// comes again), by server.address, server.port and the request's group
-	// and resource: 0 for a resource a controller watches is a controller
-	// that sees no change (ReadWatchStats).
-	MetricWatches = "kubernetes.client.watches"
-)
-
-// Attribute keys of the Kubernetes request, on the request metric and span
-// (the others are the semantic conventions' HTTP client attributes).
-const (
-	// AttrVerb is the Kubernetes verb: get, list, watch, create, update,
-	// patch, delete, deletecollection; absent for a path that names no
-	// resource (discovery, /version).
-	AttrVerb = "kubernetes.request.verb"
-	// AttrResource is the resource, with its subresource after a slash
-	// (configmaps, pods/status), as in RBAC rules.
-	AttrResource = "kubernetes.request.resource"
-	// AttrGroup is the API group, "" for the core group.
-	AttrGroup = "kubernetes.request.group"
-	// AttrName is the object's name, on the span only.
-	AttrName = "kubernetes.request.name"
-)
-
-// Span names of the waits (the requests' spans are named "{method}
-// {url.template}").
-const (
-	// SpanRateLimiter is a wait for the client-side rate limiter of
-	// WaitSpanThreshold or more.
-	SpanRateLimiter = "client rate limiter"
-	// SpanRetryAfter is client-go's wait between a 429 answer with
-	// Retry-After and its retry.
-	SpanRetryAfter = "retry after"
 )
 
 // requestDurationBuckets are the semantic conventions' advice for
@@ -110,7 +66,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 	}
 
 	in := newInstruments(c.meterProvider)
-	tracer := c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(otelqueue.Version))
+	tracer := c.tracerProvider.Tracer(semconv.ScopeKubeclient, trace.WithInstrumentationVersion(otelqueue.Version))
 	out := rest.CopyConfig(cfg)
 	if cfg.RateLimiter != nil {
 		out.RateLimiter = &limiter{base: cfg.RateLimiter, tracer: tracer, wait: in.limiter}
@@ -152,28 +108,28 @@ type instruments struct {
 }
 
 func newInstruments(mp metric.MeterProvider) instruments {
-	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
+	m := mp.Meter(semconv.ScopeKubeclient, metric.WithInstrumentationVersion(otelqueue.Version))
 	var in instruments
 	var err error
-	in.request, err = m.Float64Histogram(MetricRequestDuration, metric.WithUnit("s"),
+	in.request, err = m.Float64Histogram(semconv.MetricHTTPClientRequestDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of HTTP client requests."),
 		metric.WithExplicitBucketBoundaries(requestDurationBuckets...))
 	if err != nil {
 		otel.Handle(err)
-		in.request, _ = noop.Meter{}.Float64Histogram(MetricRequestDuration)
+		in.request, _ = noop.Meter{}.Float64Histogram(semconv.MetricHTTPClientRequestDuration)
 	}
-	in.limiter, err = m.Float64Histogram(MetricRateLimiterDuration, metric.WithUnit("s"),
+	in.limiter, err = m.Float64Histogram(semconv.MetricKubernetesClientRateLimiterDuration, metric.WithUnit("s"),
 		metric.WithDescription("How long in seconds a Kubernetes API request waited for the client-side rate limiter."),
 		metric.WithExplicitBucketBoundaries(limiterBuckets...))
 	if err != nil {
 		otel.Handle(err)
-		in.limiter, _ = noop.Meter{}.Float64Histogram(MetricRateLimiterDuration)
+		in.limiter, _ = noop.Meter{}.Float64Histogram(semconv.MetricKubernetesClientRateLimiterDuration)
 	}
-	in.watches, err = m.Int64UpDownCounter(MetricWatches, metric.WithUnit("{watch}"),
+	in.watches, err = m.Int64UpDownCounter(semconv.MetricKubernetesClientWatches, metric.WithUnit("{watch}"),
 		metric.WithDescription("Watch streams of the Kubernetes API open."))
 	if err != nil {
 		otel.Handle(err)
-		in.watches, _ = noop.Meter{}.Int64UpDownCounter(MetricWatches)
+		in.watches, _ = noop.Meter{}.Int64UpDownCounter(semconv.MetricKubernetesClientWatches)
 	}
 	return in
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -122,15 +124,15 @@ func (tel *telemetry) clientset(t *testing.T, cfg *rest.Config) kubernetes.Inter
 func (tel *telemetry) requestPoints(t *testing.T) []metricdata.HistogramDataPoint[float64] {
 	t.Helper()
 	rm := testutil.Collect(t, tel.reader)
-	m := testutil.FindMetric(t, rm, kubeclient.ScopeName, kubeclient.MetricRequestDuration)
+	m := testutil.FindMetric(t, rm, semconv.ScopeKubeclient, semconv.MetricHTTPClientRequestDuration)
 	if m.Unit != "s" {
 		t.Errorf("%s has unit %q, want s", m.Name, m.Unit)
 	}
 	return m.Data.(metricdata.Histogram[float64]).DataPoints
 }
 
-func value(set attribute.Set, key string) string {
-	v, ok := set.Value(attribute.Key(key))
+func value(set attribute.Set, key attribute.Key) string {
+	v, ok := set.Value(key)
 	if !ok {
 		return "<absent>"
 	}
@@ -163,9 +165,9 @@ func TestRequestOutsideAnySpan(t *testing.T) {
 		t.Fatalf("points by status code: %v; want one 200 and one 404", byCode)
 	}
 	host, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
-	for k, want := range map[string]string{
+	for k, want := range map[attribute.Key]string{
 		"http.request.method": "GET", "server.address": host, "server.port": port,
-		kubeclient.AttrVerb: "get", kubeclient.AttrResource: "configmaps", kubeclient.AttrGroup: "",
+		semconv.AttrRequestVerb: "get", semconv.AttrRequestResource: "configmaps", semconv.AttrRequestGroup: "",
 		"error.type": "<absent>",
 	} {
 		if got := value(ok.Attributes, k); got != want {
@@ -175,7 +177,7 @@ func TestRequestOutsideAnySpan(t *testing.T) {
 	if got := value(nf.Attributes, "error.type"); got != "404" {
 		t.Errorf("404 point: error.type = %q, want 404", got)
 	}
-	if value(ok.Attributes, kubeclient.AttrName) != "<absent>" || value(ok.Attributes, "url.full") != "<absent>" {
+	if value(ok.Attributes, semconv.AttrRequestName) != "<absent>" || value(ok.Attributes, "url.full") != "<absent>" {
 		t.Errorf("the metric carries the object's name or URL (unbounded cardinality): %v", ok.Attributes)
 	}
 }
@@ -196,9 +198,9 @@ func TestRequestUnderASpan(t *testing.T) {
 		t.Errorf("request span: parent %v kind %v, want the reconcile span %v and kind client", span.Parent().SpanID(), span.SpanKind(), parent.SpanContext().SpanID())
 	}
 	attrs := attribute.NewSet(span.Attributes()...)
-	for k, want := range map[string]string{
+	for k, want := range map[attribute.Key]string{
 		"http.response.status_code": "404", "error.type": "404", "k8s.namespace.name": "demo",
-		kubeclient.AttrName: "missing", kubeclient.AttrVerb: "get", "url.template": "/api/v1/namespaces/{namespace}/configmaps/{name}",
+		semconv.AttrRequestName: "missing", semconv.AttrRequestVerb: "get", "url.template": "/api/v1/namespaces/{namespace}/configmaps/{name}",
 	} {
 		if got := value(attrs, k); got != want {
 			t.Errorf("span attribute %s = %q, want %q", k, got, want)
@@ -249,9 +251,9 @@ func TestRetryAfterIsTimedAndTraced(t *testing.T) {
 	if got := value(attribute.NewSet(reqs[0].Attributes()...), "http.response.header.retry-after"); got != `["0"]` {
 		t.Errorf("429 span: retry-after header attribute %s", got)
 	}
-	waits := testutil.SpansNamed(spans, kubeclient.SpanRetryAfter)
+	waits := testutil.SpansNamed(spans, semconv.SpanRetryAfter)
 	if len(waits) != 2 {
-		t.Fatalf("%d %q spans, want one before each retry: %v", len(waits), kubeclient.SpanRetryAfter, testutil.SpanNames(spans))
+		t.Fatalf("%d %q spans, want one before each retry: %v", len(waits), semconv.SpanRetryAfter, testutil.SpanNames(spans))
 	}
 	for i, w := range waits {
 		if w.StartTime().Before(reqs[i].EndTime()) || w.EndTime().After(reqs[i+1].StartTime()) {
@@ -303,16 +305,16 @@ func TestRateLimiterWaitIsTimedAndTraced(t *testing.T) {
 	}
 	parent.End()
 	spans := tel.spans.Ended()
-	wait := testutil.OneSpan(t, spans, kubeclient.SpanRateLimiter)
+	wait := testutil.OneSpan(t, spans, semconv.SpanRateLimiter)
 	req := testutil.OneSpan(t, spans, "GET /api/v1/namespaces/{namespace}/configmaps/{name}")
 	if wait.Parent().SpanID() != parent.SpanContext().SpanID() || wait.EndTime().After(req.StartTime()) {
 		t.Errorf("the limiter wait span (parent %v, end %v) should be a child of the reconcile span %v that ends before the request starts (%v)",
 			wait.Parent().SpanID(), wait.EndTime(), parent.SpanContext().SpanID(), req.StartTime())
 	}
 	rm := testutil.Collect(t, tel.reader)
-	h := testutil.FindMetric(t, rm, kubeclient.ScopeName, kubeclient.MetricRateLimiterDuration).Data.(metricdata.Histogram[float64])
+	h := testutil.FindMetric(t, rm, semconv.ScopeKubeclient, semconv.MetricKubernetesClientRateLimiterDuration).Data.(metricdata.Histogram[float64])
 	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum < wait.EndTime().Sub(wait.StartTime()).Seconds()*0.99 {
-		t.Errorf("%s: %+v, want one wait at least as long as the span", kubeclient.MetricRateLimiterDuration, h.DataPoints)
+		t.Errorf("%s: %+v, want one wait at least as long as the span", semconv.MetricKubernetesClientRateLimiterDuration, h.DataPoints)
 	}
 }
 
@@ -444,7 +446,7 @@ func TestInstrumentedAgainBehindAWrapper(t *testing.T) {
 		n += p.Count
 	}
 	if n != 2 {
-		t.Errorf("%s counted %d requests, want the 2 made", kubeclient.MetricRequestDuration, n)
+		t.Errorf("%s counted %d requests, want the 2 made", semconv.MetricHTTPClientRequestDuration, n)
 	}
 	if got := kubeclient.ServerStats().Requests - before; got != 2 {
 		t.Errorf("the server's figures counted %d round trips, want 2", got)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/flowcontrol"
@@ -31,7 +33,7 @@ func (l *limiter) Wait(ctx context.Context) error {
 	w := clientwork.FromContext(ctx)
 	if w != nil {
 		if since := w.Begin(start); !since.IsZero() {
-			l.span(ctx, SpanRetryAfter, since, start)
+			l.span(ctx, semconv.SpanRetryAfter, since, start)
 		}
 	}
 	if l.base == nil {
@@ -45,7 +47,7 @@ func (l *limiter) Wait(ctx context.Context) error {
 	}
 	l.wait.Record(ctx, d.Seconds())
 	if d >= WaitSpanThreshold {
-		l.span(ctx, SpanRateLimiter, start, end)
+		l.span(ctx, semconv.SpanRateLimiter, start, end)
 	}
 	return err
 }

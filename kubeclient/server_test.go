@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,7 +169,7 @@ func TestServerStats(t *testing.T) {
 func errorPoints(t *testing.T, r *sdkmetric.ManualReader) []string {
 	t.Helper()
 	rm := testutil.Collect(t, r)
-	m := testutil.FindMetric(t, rm, kubeclient.ScopeName, kubeclient.MetricRequestDuration)
+	m := testutil.FindMetric(t, rm, semconv.ScopeKubeclient, semconv.MetricHTTPClientRequestDuration)
 	var out []string
 	for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
 		if v := value(p.Attributes, "error.type"); v != "<absent>" {

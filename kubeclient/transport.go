@@ -14,10 +14,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	otelconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/internal/semconv"
 )
 
 // measuredKey marks the context of a request an instrumented transport
@@ -59,18 +60,18 @@ func (t *transport) recordOptions(k metricKey) []metric.RecordOption {
 		return v.([]metric.RecordOption)
 	}
 	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, method(k.method), semconv.ServerAddress(k.host))
+	attrs = append(attrs, method(k.method), otelconv.ServerAddress(k.host))
 	if k.port > 0 {
-		attrs = append(attrs, semconv.ServerPort(k.port))
+		attrs = append(attrs, otelconv.ServerPort(k.port))
 	}
 	if k.verb != "" {
-		attrs = append(attrs, attribute.String(AttrVerb, k.verb), attribute.String(AttrGroup, k.group), attribute.String(AttrResource, k.resource))
+		attrs = append(attrs, semconv.AttrRequestVerb.String(k.verb), semconv.AttrRequestGroup.String(k.group), semconv.AttrRequestResource.String(k.resource))
 	}
 	if k.code > 0 {
-		attrs = append(attrs, semconv.HTTPResponseStatusCode(k.code))
+		attrs = append(attrs, otelconv.HTTPResponseStatusCode(k.code))
 	}
 	if k.errorType != "" {
-		attrs = append(attrs, semconv.ErrorTypeKey.String(k.errorType))
+		attrs = append(attrs, otelconv.ErrorTypeKey.String(k.errorType))
 	}
 	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
 	if t.nSets.Add(1) <= maxSets {
@@ -96,7 +97,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if w != nil {
 		if since := w.Begin(start); !since.IsZero() && trace.SpanFromContext(ctx).IsRecording() {
 			// A retry that did not wait for the rate limiter (none set).
-			_, s := t.tracer.Start(ctx, SpanRetryAfter, trace.WithTimestamp(since))
+			_, s := t.tracer.Start(ctx, semconv.SpanRetryAfter, trace.WithTimestamp(since))
 			s.End(trace.WithTimestamp(start))
 		}
 	}
@@ -114,18 +115,18 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ctx, span = t.tracer.Start(ctx, req.Method+" "+r.template, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
 		if span.IsRecording() {
 			attrs := make([]attribute.KeyValue, 0, 11)
-			attrs = append(attrs, method(req.Method), semconv.ServerAddress(k.host), semconv.URLFull(req.URL.String()), semconv.URLTemplate(r.template))
+			attrs = append(attrs, method(req.Method), otelconv.ServerAddress(k.host), otelconv.URLFull(req.URL.String()), otelconv.URLTemplate(r.template))
 			if k.port > 0 {
-				attrs = append(attrs, semconv.ServerPort(k.port))
+				attrs = append(attrs, otelconv.ServerPort(k.port))
 			}
 			if r.verb != "" {
-				attrs = append(attrs, attribute.String(AttrVerb, r.verb), attribute.String(AttrGroup, r.group), attribute.String(AttrResource, r.resource))
+				attrs = append(attrs, semconv.AttrRequestVerb.String(r.verb), semconv.AttrRequestGroup.String(r.group), semconv.AttrRequestResource.String(r.resource))
 			}
 			if r.namespace != "" {
-				attrs = append(attrs, semconv.K8SNamespaceName(r.namespace))
+				attrs = append(attrs, otelconv.K8SNamespaceName(r.namespace))
 			}
 			if r.name != "" {
-				attrs = append(attrs, attribute.String(AttrName, r.name))
+				attrs = append(attrs, semconv.AttrRequestName.String(r.name))
 			}
 			span.SetAttributes(attrs...)
 		}
@@ -156,26 +157,26 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.duration.Record(ctx, d.Seconds(), t.recordOptions(k)...)
 	if r.verb == "watch" && err == nil && k.code/100 == 2 {
-		attrs := []attribute.KeyValue{semconv.ServerAddress(k.host), attribute.String(AttrGroup, r.group), attribute.String(AttrResource, r.resource)}
+		attrs := []attribute.KeyValue{otelconv.ServerAddress(k.host), semconv.AttrRequestGroup.String(r.group), semconv.AttrRequestResource.String(r.resource)}
 		if k.port > 0 {
-			attrs = append(attrs, semconv.ServerPort(k.port))
+			attrs = append(attrs, otelconv.ServerPort(k.port))
 		}
 		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}, asksBookmarks(req.URL.RawQuery))
 	}
 
 	if span != nil && span.IsRecording() {
 		if resp != nil {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(k.code))
+			span.SetAttributes(otelconv.HTTPResponseStatusCode(k.code))
 		}
 		switch {
 		case err != nil:
-			span.SetAttributes(semconv.ErrorTypeKey.String(k.errorType))
+			span.SetAttributes(otelconv.ErrorTypeKey.String(k.errorType))
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		case k.code >= 400:
 			// Client spans: every 4xx and 5xx is an error (semantic
 			// conventions); the message is the status text.
-			span.SetAttributes(semconv.ErrorTypeKey.String(k.errorType))
+			span.SetAttributes(otelconv.ErrorTypeKey.String(k.errorType))
 			span.SetStatus(codes.Error, k.errorType+" "+http.StatusText(k.code))
 		}
 		if retryAfter {
@@ -205,7 +206,7 @@ func errorType(err error, code int) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorTypeTimeout
 	}
-	return semconv.ErrorType(err).Value.AsString()
+	return otelconv.ErrorType(err).Value.AsString()
 }
 
 // The error.type values of a round trip that ended before its answer for
@@ -245,9 +246,9 @@ func method(m string) attribute.KeyValue {
 	switch m {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
 		http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace:
-		return semconv.HTTPRequestMethodKey.String(m)
+		return otelconv.HTTPRequestMethodKey.String(m)
 	}
-	return semconv.HTTPRequestMethodOther
+	return otelconv.HTTPRequestMethodOther
 }
 
 // splitHostPort returns the host and port a request goes to, the scheme's

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,14 +59,14 @@ func watchesPoint(t *testing.T, tel *telemetry) (int64, bool) {
 	rm := testutil.Collect(t, tel.reader)
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != kubeclient.MetricWatches {
+			if m.Name != semconv.MetricKubernetesClientWatches {
 				continue
 			}
 			if m.Unit != "{watch}" {
 				t.Errorf("%s has unit %q, want {watch}", m.Name, m.Unit)
 			}
 			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				if value(p.Attributes, kubeclient.AttrResource) == "configmaps" {
+				if value(p.Attributes, semconv.AttrRequestResource) == "configmaps" {
 					return p.Value, true
 				}
 			}
@@ -99,7 +101,7 @@ func TestWatchStreams(t *testing.T) {
 		t.Errorf("a watch open with an event read: %+v (before %+v), want one more open and opened, data since %v", s, before, start)
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 1 {
-		t.Errorf("%s of configmaps: %d (reported %v), want 1", kubeclient.MetricWatches, v, ok)
+		t.Errorf("%s of configmaps: %d (reported %v), want 1", semconv.MetricKubernetesClientWatches, v, ok)
 	}
 
 	// The server ends the stream (its watch timeout, a restart).
@@ -111,7 +113,7 @@ func TestWatchStreams(t *testing.T) {
 		t.Errorf("after the server ended the stream: %+v, want %d open and an end since %v", s, before.Open, start)
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 0 {
-		t.Errorf("%s of configmaps after the end: %d (reported %v), want 0", kubeclient.MetricWatches, v, ok)
+		t.Errorf("%s of configmaps after the end: %d (reported %v), want 0", semconv.MetricKubernetesClientWatches, v, ok)
 	}
 
 	// The client stops a stream; stopping twice counts once.
@@ -137,7 +139,7 @@ func TestWatchStreams(t *testing.T) {
 		t.Errorf("after a refused watch: %+v, want %d open, %d opened", s, before.Open, before.Opened+2)
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 0 {
-		t.Errorf("%s of configmaps at the end: %d (reported %v), want 0", kubeclient.MetricWatches, v, ok)
+		t.Errorf("%s of configmaps at the end: %d (reported %v), want 0", semconv.MetricKubernetesClientWatches, v, ok)
 	}
 }
 
@@ -193,7 +195,7 @@ func TestWatchStale(t *testing.T) {
 		return s.Stale == before.Stale+1 && s.Open == before.Open+1
 	})
 	if v, _ := watchesPoint(t, tel); v != 1 {
-		t.Errorf("%s with one of two watches stale: %d, want 1 (the one that asked for no bookmarks)", kubeclient.MetricWatches, v)
+		t.Errorf("%s with one of two watches stale: %d, want 1 (the one that asked for no bookmarks)", semconv.MetricKubernetesClientWatches, v)
 	}
 	send <- struct{}{}
 	<-w.ResultChan()
@@ -201,7 +203,7 @@ func TestWatchStale(t *testing.T) {
 		t.Errorf("after an event: %+v, want both open again (before %+v)", s, before)
 	}
 	if v, _ := watchesPoint(t, tel); v != 2 {
-		t.Errorf("%s after an event: %d, want 2", kubeclient.MetricWatches, v)
+		t.Errorf("%s after an event: %d, want 2", semconv.MetricKubernetesClientWatches, v)
 	}
 	testutil.WaitFor(t, "stale again", func() bool { return kubeclient.ReadWatchStats().Stale == before.Stale+1 })
 	w.Stop()
@@ -211,6 +213,6 @@ func TestWatchStale(t *testing.T) {
 		t.Errorf("after both ended: %+v, want as before %+v", s, before)
 	}
 	if v, _ := watchesPoint(t, tel); v != 0 {
-		t.Errorf("%s after both ended: %d, want 0 (a stale stream's end is not counted twice)", kubeclient.MetricWatches, v)
+		t.Errorf("%s after both ended: %d, want 0 (a stale stream's end is not counted twice)", semconv.MetricKubernetesClientWatches, v)
 	}
 }

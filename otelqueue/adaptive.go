@@ -7,8 +7,6 @@ import (
 
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
@@ -165,13 +163,9 @@ const (
 )
 
 // reasons are the Reason constants, for the attribute sets of
-// MetricWorkersChanges.
+// `workqueue.workers.changes`.
 var reasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
 	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll, ReasonUninstrumented}
-
-// AttrReason is the attribute of MetricWorkersChanges that holds the reason
-// of the changes.
-const AttrReason = attribute.Key("reason")
 
 // AdaptiveStats is the state of a queue's adaptive pool.
 type AdaptiveStats struct {

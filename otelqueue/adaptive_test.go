@@ -16,6 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -349,7 +351,7 @@ func TestAdaptiveInstrumentAgain(t *testing.T) {
 
 // TestAdaptiveWithWorkers checks Instrument's AdaptiveWorkers with
 // WithWorkers, the goroutines that take keys: they cap Max (and Start),
-// Min above them is refused, and MetricWorkers reports the pool's limit,
+// Min above them is refused, and `workqueue.workers` reports the pool's limit,
 // not WithWorkers's count.
 func TestAdaptiveWithWorkers(t *testing.T) {
 	t.Run("caps Max", func(t *testing.T) {
@@ -511,7 +513,7 @@ func TestAdaptiveShutDownEndsPool(t *testing.T) {
 
 // TestAdaptiveRunnerLifecycle checks an adaptive Runner: Run starts the
 // pool's count of workers, attaches the pool at the Runner's worker count (RunnerStats.Workers,
-// MetricWorkers and the queue's limit all say so), and detaches it when it
+// `workqueue.workers` and the queue's limit all say so), and detaches it when it
 // returns.
 func TestAdaptiveRunnerLifecycle(t *testing.T) {
 	e := newEnv(t, envConfig{})
@@ -788,31 +790,31 @@ func (a *adaptiveEnv) logged(t *testing.T) []change {
 	return out
 }
 
-// eventSpan is a "reconcile" span's EventWorkersChanged.
+// eventSpan is a "reconcile" span's `workers changed`.
 type eventSpan struct {
 	change
 	at, spanStart, spanEnd time.Time
 }
 
-// events returns the EventWorkersChanged of the ended spans, in the order
+// events returns the `workers changed` of the ended spans, in the order
 // the spans ended, checking that only "reconcile" spans have them.
 func (a *adaptiveEnv) events(t *testing.T) []eventSpan {
 	t.Helper()
 	var out []eventSpan
 	for _, s := range a.sr.Ended() {
 		for _, ev := range s.Events() {
-			if ev.Name != otelqueue.EventWorkersChanged {
+			if ev.Name != semconv.EventWorkersChanged {
 				continue
 			}
-			if s.Name() != otelqueue.SpanReconcile {
-				t.Errorf("span %q has the event %q, want only %q spans", s.Name(), ev.Name, otelqueue.SpanReconcile)
+			if s.Name() != semconv.SpanReconcile {
+				t.Errorf("span %q has the event %q, want only %q spans", s.Name(), ev.Name, semconv.SpanReconcile)
 			}
 			attrs := attrMap(ev.Attributes)
 			out = append(out, eventSpan{
 				change: change{
-					from:   int(attrs[otelqueue.AttrWorkersFrom].AsInt64()),
-					to:     int(attrs[otelqueue.AttrWorkersTo].AsInt64()),
-					reason: otelqueue.Reason(attrs[otelqueue.AttrWorkersReason].AsString()),
+					from:   int(attrs[semconv.AttrWorkersFrom].AsInt64()),
+					to:     int(attrs[semconv.AttrWorkersTo].AsInt64()),
+					reason: otelqueue.Reason(attrs[semconv.AttrWorkersReason].AsString()),
 				},
 				at: ev.Time, spanStart: s.StartTime(), spanEnd: s.EndTime(),
 			})
@@ -872,7 +874,7 @@ func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, wa
 	}
 }
 
-// changesByReason is the expected MetricWorkersChanges after changes.
+// changesByReason is the expected `workqueue.workers.changes` after changes.
 func changesByReason(changes []change) metricdata.Metrics {
 	n := make(map[otelqueue.Reason]int64)
 	for _, c := range changes {
@@ -880,11 +882,11 @@ func changesByReason(changes []change) metricdata.Metrics {
 	}
 	var points []metricdata.DataPoint[int64]
 	for _, reason := range slices.Sorted(maps.Keys(n)) {
-		attrs := attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrReason.String(string(reason)))...)
+		attrs := attribute.NewSet(append(queueAttrs.ToSlice(), semconv.AttrReason.String(string(reason)))...)
 		points = append(points, metricdata.DataPoint[int64]{Attributes: attrs, Value: n[reason]})
 	}
 	return metricdata.Metrics{
-		Name: otelqueue.MetricWorkersChanges,
+		Name: semconv.MetricWorkersChanges,
 		Unit: "{change}",
 		Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, IsMonotonic: true, DataPoints: points},
 	}
@@ -894,9 +896,9 @@ func changesByReason(changes []change) metricdata.Metrics {
 // pool on a fake clock: under a load that needs more than its start, it
 // grows, for the demand or the wait; every change made at an attempt's
 // Done is an event of that attempt's "reconcile" span and a log line, and
-// MetricWorkers and the queue's limit follow. When the load drops to a
+// `workqueue.workers` and the queue's limit follow. When the load drops to a
 // trickle, it shrinks for low utilization, by steps of at least 2.
-// MetricWorkersChanges counts the changes by reason.
+// `workqueue.workers.changes` counts the changes by reason.
 func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	a := newAdaptiveEnv(t)
 	a.grow(t)
@@ -1007,20 +1009,20 @@ func TestInspectorAdaptiveDecisions(t *testing.T) {
 	}
 }
 
-// TestAdaptiveEventTime checks the time of EventWorkersChanged: that of the
+// TestAdaptiveEventTime checks the time of `workers changed`: that of the
 // Done that made the change, within its "reconcile" span.
 func TestAdaptiveEventTime(t *testing.T) {
 	a := newAdaptiveEnv(t)
 	a.grow(t)
 	events := a.events(t)
 	if len(events) == 0 {
-		t.Fatal("no EventWorkersChanged")
+		t.Fatal("no semconv.EventWorkersChanged")
 	}
 	for _, ev := range events {
 		// The regression this guards: the event had no timestamp, so the
 		// SDK stamped it with time.Now(), not the Done's time.
 		if ev.at.Before(ev.spanStart) || ev.at.After(ev.spanEnd) {
-			t.Errorf("EventWorkersChanged %v at %v, outside its span [%v, %v]: want the time of the Done that made the change", ev.change, ev.at, ev.spanStart, ev.spanEnd)
+			t.Errorf("semconv.EventWorkersChanged %v at %v, outside its span [%v, %v]: want the time of the Done that made the change", ev.change, ev.at, ev.spanStart, ev.spanEnd)
 		}
 	}
 }
@@ -1058,7 +1060,7 @@ func TestAdaptiveTickerChange(t *testing.T) {
 	// The two attempts in flight end at 7s (the pool, with two reconciles
 	// in its new window, extends it): neither has the event.
 	a.d.run(time.Second, time.Second, 0)
-	if n := len(testutil.SpansNamed(a.sr.Ended(), otelqueue.SpanReconcile)); n != 2 {
+	if n := len(testutil.SpansNamed(a.sr.Ended(), semconv.SpanReconcile)); n != 2 {
 		t.Fatalf("%d reconcile spans ended, want 2", n)
 	}
 	if st := a.stats(t); st.Changes != 1 {
@@ -1104,7 +1106,7 @@ func TestAdaptiveQuietQueueShrinksToMin(t *testing.T) {
 
 // TestAdaptiveRunnerFollowsLimit runs an adaptive Runner whose reconciles
 // take fake time, on a backlog: the pool grows, and RunnerStats.Workers,
-// MetricWorkers and the queue's limit follow it; the changes are logged to
+// `workqueue.workers` and the queue's limit follow it; the changes are logged to
 // the Runner's logger (AdaptiveWorkers.Logger being nil).
 func TestAdaptiveRunnerFollowsLimit(t *testing.T) {
 	clk := newTickClock()

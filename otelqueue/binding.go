@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -98,7 +100,7 @@ func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
 		a.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), attr)...))
 	}
 	for _, r := range reasons {
-		a.byReason[r] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), AttrReason.String(string(r)))...))
+		a.byReason[r] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), semconv.AttrReason.String(string(r)))...))
 	}
 	return a
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -57,12 +59,12 @@ func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 	})
 }
 
-// workersValue returns MetricWorkers of queueAttrs, or -1 when absent.
+// workersValue returns `workqueue.workers` of queueAttrs, or -1 when absent.
 func workersValue(t *testing.T, rm metricdata.ResourceMetrics) int64 {
 	t.Helper()
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == otelqueue.MetricWorkers {
+			if m.Name == semconv.MetricWorkers {
 				return pointValue(t, m.Name, m.Data.(metricdata.Gauge[int64]).DataPoints, queueAttrs)
 			}
 		}
@@ -86,7 +88,7 @@ func TestRunnersOfOneQueueAddUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := workersValue(t, e.collect(t)); n != 5 {
-		t.Fatalf("%s = %d with Runners of 3 and 2 workers, want 5", otelqueue.MetricWorkers, n)
+		t.Fatalf("%s = %d with Runners of 3 and 2 workers, want 5", semconv.MetricWorkers, n)
 	}
 
 	// The second Runner runs and fails one key, then stops.
@@ -103,11 +105,11 @@ func TestRunnersOfOneQueueAddUp(t *testing.T) {
 	}
 	rm := e.collect(t)
 	if n := workersValue(t, rm); n != 3 {
-		t.Errorf("%s = %d once the 2-worker Runner stopped, want 3", otelqueue.MetricWorkers, n)
+		t.Errorf("%s = %d once the 2-worker Runner stopped, want 3", semconv.MetricWorkers, n)
 	}
-	errAttrs := attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrResult.String("error"))...)
-	if n := intValue(t, rm, otelqueue.MetricReconcileResults, errAttrs); n != 1 {
-		t.Errorf("%s{result=error} = %d, want the stopped Runner's 1", otelqueue.MetricReconcileResults, n)
+	errAttrs := attribute.NewSet(append(queueAttrs.ToSlice(), semconv.AttrResult.String("error"))...)
+	if n := intValue(t, rm, semconv.MetricReconcileResults, errAttrs); n != 1 {
+		t.Errorf("%s{result=error} = %d, want the stopped Runner's 1", semconv.MetricReconcileResults, n)
 	}
 	if st := first.Stats(); st.Reconciles() != 0 || st.Workers != 3 {
 		t.Errorf("the first Runner's Stats = %+v: another Runner's work counted for it", st)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -26,7 +28,7 @@ func TestDefaultBucketsIsACopy(t *testing.T) {
 	k, _ := q.Get()
 	q.Done(k)
 	rm := e.collect(t)
-	if b := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds; !slices.Equal(b, want) {
+	if b := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration)).Bounds; !slices.Equal(b, want) {
 		t.Errorf("histogram bounds %v, want %v", b, want)
 	}
 }

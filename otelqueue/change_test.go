@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -34,7 +36,7 @@ func TestChangeDuration(t *testing.T) {
 	e.getKey(t, "a")
 	e.q.Done("a") // the poll's attempt: no change
 
-	h, ok := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricChangeDuration).Data.(metricdata.Histogram[float64])
+	h, ok := testutil.FindMetric(t, e.collect(t), semconv.ScopeOtelqueue, semconv.MetricChangeDuration).Data.(metricdata.Histogram[float64])
 	if !ok || len(h.DataPoints) != 1 {
 		t.Fatalf("change duration: %+v", h)
 	}
@@ -68,8 +70,8 @@ func TestChangeDurationOff(t *testing.T) {
 	e.q.Add("a")
 	e.getKey(t, "a")
 	e.q.Done("a")
-	for _, name := range testutil.MetricNames(e.collect(t), otelqueue.ScopeName) {
-		if name == otelqueue.MetricChangeDuration {
+	for _, name := range testutil.MetricNames(e.collect(t), semconv.ScopeOtelqueue) {
+		if name == semconv.MetricChangeDuration {
 			t.Errorf("%s reported without WithChangeDuration", name)
 		}
 	}
@@ -88,7 +90,7 @@ func TestChangeDurationStandby(t *testing.T) {
 	e.getKey(t, "a")
 	e.step(time.Second)
 	e.q.Done("a")
-	dp := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricChangeDuration).Data.(metricdata.Histogram[float64]).DataPoints
+	dp := testutil.FindMetric(t, e.collect(t), semconv.ScopeOtelqueue, semconv.MetricChangeDuration).Data.(metricdata.Histogram[float64]).DataPoints
 	if len(dp) != 1 || dp[0].Count != 1 || dp[0].Sum != 2 {
 		t.Errorf("change duration %+v, want one change of 2 s (from the activation, not the minute standby)", dp)
 	}

@@ -186,10 +186,10 @@ func WithEnqueuerAsParent() Option {
 // kubeclient: each attempt's context carries an account that such a client
 // adds the requests made with that context (or one derived from it) to,
 // and when the attempt ends the queue records it in the workqueue.client.*
-// instruments (MetricClientRateLimiter, MetricClientRequest and
-// MetricClientRetryAfter, histograms of the time waiting for the
+// instruments (`workqueue.client.rate_limiter.duration`, `workqueue.client.request.duration` and
+// `workqueue.client.retry_after.duration`, histograms of the time waiting for the
 // client-side rate limiter, in API round trips and waiting out the API
-// server's Retry-After; MetricClientRequests and MetricClientThrottled) and
+// server's Retry-After; `workqueue.client.requests` and `workqueue.client.throttled`) and
 // in Instrumentation.ClientStats, and an adaptive worker pool
 // (AdaptiveWorkers) reads it to tell a client-side limit from other
 // limits. Without it a queue records none of them, even when its
@@ -206,7 +206,7 @@ func WithClientTime() Option {
 
 // WithChangeDuration makes the queue record, for each change of a key, how
 // long after it the controller had acted on it: the histogram
-// workqueue.change.duration (MetricChangeDuration), from the add that
+// workqueue.change.duration (`workqueue.change.duration`), from the add that
 // opened the change to the end of the first attempt that ended without a
 // rate-limited add of its key (no error, no Requeue), waits, backoffs and
 // failed attempts included, with that attempt's trace as exemplar. An add
@@ -230,8 +230,8 @@ func WithChangeDuration() Option {
 // WithWaitByPriority makes the queue also record its queue wait by the
 // priority of each key's run (scheduler.AddOptions.Priority, as
 // controller-runtime's priority queue gives it): the histogram
-// workqueue.queue.duration.by_priority (MetricQueueDurationByPriority)
-// with AttrPriority, so that the wait of real changes (priority 0) can be
+// workqueue.queue.duration.by_priority (`workqueue.queue.duration.by_priority`)
+// with `priority`, so that the wait of real changes (priority 0) can be
 // told from that of the informer's initial list and resyncs
 // (handler.LowPriority, -100). Like the depth, it keeps at most
 // MaxPriorities priorities per queue, the rest under PriorityOverflow.
@@ -245,7 +245,7 @@ func WithWaitByPriority() Option {
 // time ran: from the time it was due (the end of its AddAfter or
 // RequeueAfter delay, of its rate limiter's backoff, of its debounce
 // window) to a worker taking it, the histogram workqueue.lateness
-// (MetricLateness) with AttrWaitReason (delayed, rate_limited or
+// (`workqueue.lateness`) with `workqueue.wait_reason` (delayed, rate_limited or
 // debounced). A polling controller whose polls run late, or a backoff
 // that ends in a queue too busy to take the retry, shows there; the
 // queue wait mixes these waits with those of keys ready at once. It costs

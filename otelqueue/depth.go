@@ -4,18 +4,15 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// AttrPriority is the priority of the keys counted by MetricDepth, as the
-// "priority" label of controller-runtime's workqueue_depth: the decimal
-// priority (scheduler.AddOptions.Priority), or PriorityOverflow.
-const AttrPriority = attribute.Key("priority")
-
-// PriorityOverflow is the AttrPriority value under which the depth of every
+// PriorityOverflow is the `priority` value under which the depth of every
 // priority beyond the first MaxPriorities of a queue is summed, as
 // controller-runtime's "exceeded_cardinality_limit".
 const PriorityOverflow = "exceeded_cardinality_limit"
@@ -29,7 +26,7 @@ const PriorityOverflow = "exceeded_cardinality_limit"
 // series, and so does PriorityOverflow once used (at 0 when empty).
 const MaxPriorities = 25
 
-// depthByPriority reports a scheduler's MetricDepth by AttrPriority. A
+// depthByPriority reports a scheduler's `workqueue.depth` by `priority`. A
 // priority seen once keeps its series, at 0 when no key is ready at it (as
 // controller-runtime's gauge). Priority 0, the default, is always reported,
 // so that an idle queue has a depth series.
@@ -57,7 +54,7 @@ func newDepthByPriority(attrs attribute.Set) *depthByPriority {
 }
 
 func (d *depthByPriority) option(priority string) metric.MeasurementOption {
-	kvs := append(append(make([]attribute.KeyValue, 0, len(d.base)+1), d.base...), AttrPriority.String(priority))
+	kvs := append(append(make([]attribute.KeyValue, 0, len(d.base)+1), d.base...), semconv.AttrPriority.String(priority))
 	return metric.WithAttributeSet(attribute.NewSet(kvs...))
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -97,7 +99,7 @@ func (e *env) endedAttempt(t testing.TB, key string, n int) (root, queued, recon
 	testutil.WaitFor(t, fmt.Sprintf("the end of attempt %d of %q", n, key), func() bool {
 		for _, s := range testutil.SpansNamed(e.sr.Ended(), "process "+queueName) {
 			a := attrMap(s.Attributes())
-			if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
+			if a[semconv.AttrKey].AsString() == key && a[semconv.AttrAttempt].AsInt64() == int64(n) {
 				return true
 			}
 		}
@@ -138,7 +140,7 @@ func TestStopThenInstrumentWithoutTracing(t *testing.T) {
 					t.Errorf("root and reconcile end at %v and %v, want %v (a's Done)", root.EndTime(), rec.EndTime(), want)
 				}
 			}
-			m := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricWorkDuration)
+			m := testutil.FindMetric(t, e.collect(t), semconv.ScopeOtelqueue, semconv.MetricWorkDuration)
 			if p := histogramPoint(t, m); p.Count != 1 {
 				t.Errorf("the work duration counted %d attempts, want 1", p.Count)
 			}

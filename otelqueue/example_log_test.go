@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"k8s.io/client-go/util/workqueue"
 
@@ -23,7 +25,7 @@ func exampleLogger() *slog.Logger {
 			switch a.Key {
 			case slog.TimeKey:
 				return slog.Attr{}
-			case otelqueue.LogTraceID, otelqueue.LogSpanID:
+			case semconv.LogTraceID, semconv.LogSpanID:
 				return slog.String(a.Key, "<"+a.Key+">")
 			}
 			return a

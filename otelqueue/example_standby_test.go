@@ -6,6 +6,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -51,7 +53,7 @@ func ExampleWithStandby() {
 	queue.Done(item.Key)
 	for _, s := range spans.Ended() {
 		for _, ev := range s.Events() {
-			if ev.Name == otelqueue.EventActive {
+			if ev.Name == semconv.EventActive {
 				fmt.Printf("%s span: the wait for a worker began at the %q event\n", s.Name(), ev.Name)
 			}
 		}

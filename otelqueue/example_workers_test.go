@@ -6,6 +6,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	testingclock "k8s.io/utils/clock/testing"
@@ -39,7 +41,7 @@ func ExampleWithWorkers() {
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == otelqueue.MetricWorkers {
+			if m.Name == semconv.MetricWorkers {
 				fmt.Println(m.Name, m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value, m.Unit)
 			}
 		}

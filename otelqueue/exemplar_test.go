@@ -2,9 +2,11 @@ package otelqueue_test
 
 import (
 	"context"
-	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/semconv"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -59,9 +61,9 @@ func TestExemplarsPointToTheItemsTrace(t *testing.T) {
 	rm := e.collect(t)
 	bounds := otelqueue.DefaultBuckets()
 	assertMetrics(t, rm, noTime,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{0.25: 1, 5: 1}, 2, 3.25, 0.25, 3,
+		histogram(semconv.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{0.25: 1, 5: 1}, 2, 3.25, 0.25, 3,
 			exemplarOf(queuedA, 3), exemplarOf(queuedB, 0.25)),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{0.5: 1, 2.5: 1}, 2, 2.5, 0.5, 2,
+		histogram(semconv.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{0.5: 1, 2.5: 1}, 2, 2.5, 0.5, 2,
 			exemplarOf(reconcileA, 2), exemplarOf(reconcileB, 0.5)),
 	)
 }
@@ -95,15 +97,15 @@ func TestExemplarsRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	queued := testutil.OneSpan(t, e.sr.Ended(), otelqueue.SpanQueued).SpanContext()
-	if got := testutil.OneSpan(t, e.sr.Ended(), otelqueue.SpanReconcile).SpanContext(); !got.Equal(reconcileSC) {
+	queued := testutil.OneSpan(t, e.sr.Ended(), semconv.SpanQueued).SpanContext()
+	if got := testutil.OneSpan(t, e.sr.Ended(), semconv.SpanReconcile).SpanContext(); !got.Equal(reconcileSC) {
 		t.Fatalf("the reconciler's ctx carried span %v, want the reconcile span %v", reconcileSC.SpanID(), got.SpanID())
 	}
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2,
+		histogram(semconv.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2,
 			exemplarOf(queued, 2)),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{5: 1}, 1, 4, 4, 4,
+		histogram(semconv.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{5: 1}, 1, 4, 4, 4,
 			exemplarOf(reconcileSC, 4)),
 	)
 }
@@ -126,8 +128,8 @@ func TestExemplarsNeverSample(t *testing.T) {
 	}
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime, // exemplars compared: none
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
+		histogram(semconv.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
+		histogram(semconv.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1),
 	)
 }
 
@@ -148,8 +150,8 @@ func TestExemplarsDroppedAttemptNoTraceID(t *testing.T) {
 	rm := e.collect(t)
 	noTrace := func(v float64) metricdata.Exemplar[float64] { return metricdata.Exemplar[float64]{Value: v} }
 	assertMetrics(t, rm, noTime,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1, noTrace(1)),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2, noTrace(2)),
+		histogram(semconv.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1}, 1, 1, 1, 1, noTrace(1)),
+		histogram(semconv.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{2.5: 1}, 1, 2, 2, 2, noTrace(2)),
 	)
 }
 
@@ -181,7 +183,7 @@ func TestExemplarsTracingOff(t *testing.T) {
 	e.q.Done("b")
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTime, // exemplars compared: none
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1, 5: 1}, 2, 4, 1, 3),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{0.0001: 1, 2.5: 1}, 2, 2, 0, 2),
+		histogram(semconv.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{1: 1, 5: 1}, 2, 4, 1, 3),
+		histogram(semconv.MetricWorkDuration, queueAttrs, otelqueue.DefaultBuckets(), map[float64]uint64{0.0001: 1, 2.5: 1}, 2, 2, 0, 2),
 	)
 }

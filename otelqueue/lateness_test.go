@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -22,10 +24,10 @@ func TestLateness(t *testing.T) {
 	for range 3 {
 		e.q.Done(e.get(t).Key)
 	}
-	h := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricLateness).Data.(metricdata.Histogram[float64])
+	h := testutil.FindMetric(t, e.collect(t), semconv.ScopeOtelqueue, semconv.MetricLateness).Data.(metricdata.Histogram[float64])
 	got := map[string]float64{}
 	for _, dp := range h.DataPoints {
-		r, _ := dp.Attributes.Value(otelqueue.AttrWaitReason)
+		r, _ := dp.Attributes.Value(semconv.AttrWaitReason)
 		got[r.AsString()] += dp.Sum
 		if dp.Count != 1 {
 			t.Errorf("%s: %d records, want 1", r.AsString(), dp.Count)
@@ -42,8 +44,8 @@ func TestLatenessOff(t *testing.T) {
 	e.q.AddAfter("a", time.Second)
 	e.step(2 * time.Second)
 	e.q.Done(e.getKey(t, "a").Key)
-	for _, name := range testutil.MetricNames(e.collect(t), otelqueue.ScopeName) {
-		if name == otelqueue.MetricLateness {
+	for _, name := range testutil.MetricNames(e.collect(t), semconv.ScopeOtelqueue) {
+		if name == semconv.MetricLateness {
 			t.Errorf("%s reported without WithLateness", name)
 		}
 	}

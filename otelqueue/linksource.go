@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -37,7 +39,7 @@ func (f LinkSourceFunc[K]) SpanContext(ctx context.Context, key K) (trace.SpanCo
 // WithLinkSource makes Instrument ask src, for every attempt, for a span
 // context to link the attempt's root span to (see LinkSource). The link is
 // added before the root span starts, so a link-aware sampler
-// (otelqueuesdk.LinkSampled) sees it, and carries AttrLinkKind "lookup". A
+// (otelqueuesdk.LinkSampled) sees it, and carries `workqueue.link` "lookup". A
 // span context the attempt already links to (an enqueue context, such as
 // the same annotation read by an event handler, or the previous attempt) or
 // that is its parent (WithEnqueuerAsParent) is not linked twice.
@@ -53,8 +55,8 @@ func WithLinkSource[K comparable](src LinkSource[K]) Option {
 	})
 }
 
-// linkLookup is the AttrLinkKind of a link found by a LinkSource.
-var linkLookup = []attribute.KeyValue{AttrLinkKind.String("lookup")}
+// linkLookup is the `workqueue.link` of a link found by a LinkSource.
+var linkLookup = []attribute.KeyValue{semconv.AttrLinkKind.String("lookup")}
 
 // checkLinkSource reports a link source whose key type is not K.
 func checkLinkSource[K comparable](c *config, queue string) error {

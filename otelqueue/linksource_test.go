@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -22,7 +24,7 @@ import (
 	"github.com/otelqueue/otelqueue/traceparent"
 )
 
-var linkLookup = []attribute.KeyValue{otelqueue.AttrLinkKind.String("lookup")}
+var linkLookup = []attribute.KeyValue{semconv.AttrLinkKind.String("lookup")}
 
 // writers is a LinkSource over a map of key to span context, standing for
 // the objects' annotations in a cache; it records the keys it was asked for.
@@ -164,7 +166,7 @@ func TestLinkSourceSampling(t *testing.T) {
 	if len(roots) != 1 {
 		t.Fatalf("%d attempts recorded, want 1 (the sampled writer's)", len(roots))
 	}
-	if k := attrMap(roots[0].Attributes())[otelqueue.AttrKey].AsString(); k != "sampled" {
+	if k := attrMap(roots[0].Attributes())[semconv.AttrKey].AsString(); k != "sampled" {
 		t.Errorf("recorded the attempt of %q, want the sampled writer's", k)
 	}
 	assertLinks(t, roots[0], sdktrace.Link{SpanContext: sampled, Attributes: linkLookup})
@@ -290,9 +292,9 @@ func ExampleWithLinkSource() {
 		queue.Done(key)
 	}
 	for _, s := range testutil.SpansNamed(spans.Ended(), "process deployments") {
-		key := attrMap(s.Attributes())[otelqueue.AttrKey].AsString()
+		key := attrMap(s.Attributes())[semconv.AttrKey].AsString()
 		for _, l := range s.Links() {
-			fmt.Println(key, "links to trace", l.SpanContext.TraceID(), attrMap(l.Attributes)[otelqueue.AttrLinkKind].AsString())
+			fmt.Println(key, "links to trace", l.SpanContext.TraceID(), attrMap(l.Attributes)[semconv.AttrLinkKind].AsString())
 		}
 		if len(s.Links()) == 0 {
 			fmt.Println(key, "has no link")

@@ -5,25 +5,9 @@ import (
 	"log/slog"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-)
+	"github.com/otelqueue/otelqueue/internal/semconv"
 
-// Log attribute keys of the Runner's "Reconciler error" lines and of
-// LoggerFromContext.
-const (
-	// LogTraceID and LogSpanID identify the span of the attempt (the
-	// "reconcile" span, or the reconciler's own span that ctx carries), so
-	// that a log line leads to its trace.
-	LogTraceID = "trace_id"
-	LogSpanID  = "span_id"
-	// LogTraceSampled says whether that trace was sampled: a line with
-	// false leads to no exported trace (a head sampler dropped it; a
-	// collector's tail sampling may still have kept it, see
-	// docs/tracing.md).
-	LogTraceSampled = "trace_sampled"
-	// LogSuppressed counts the error lines the rate limit dropped since the
-	// previous line that was logged.
-	LogSuppressed = "suppressed"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of WithLogRateLimit: the first 10 errors, then one a second.
@@ -50,7 +34,7 @@ func LoggerFromContext(ctx context.Context) *slog.Logger {
 		l = v
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		l = l.With(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()), slog.Bool(LogTraceSampled, sc.IsSampled()))
+		l = l.With(slog.String(semconv.LogTraceID, sc.TraceID().String()), slog.String(semconv.LogSpanID, sc.SpanID().String()), slog.Bool(semconv.LogTraceSampled, sc.IsSampled()))
 	}
 	return l
 }
@@ -73,10 +57,10 @@ func (r *Runner[K]) logError(ctx context.Context, key K, err error, stack []byte
 		slog.String("key", keyString(key)),
 		slog.Any("error", err))
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		attrs = append(attrs, slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()), slog.Bool(LogTraceSampled, sc.IsSampled()))
+		attrs = append(attrs, slog.String(semconv.LogTraceID, sc.TraceID().String()), slog.String(semconv.LogSpanID, sc.SpanID().String()), slog.Bool(semconv.LogTraceSampled, sc.IsSampled()))
 	}
 	if suppressed > 0 {
-		attrs = append(attrs, slog.Int(LogSuppressed, suppressed))
+		attrs = append(attrs, slog.Int(semconv.LogSuppressed, suppressed))
 	}
 	if stack != nil {
 		attrs = append(attrs, slog.String("stacktrace", string(stack)))

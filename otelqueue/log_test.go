@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -113,7 +115,7 @@ func TestRunnerLogsErrors(t *testing.T) {
 				t.Errorf("line %d: %s=%q, want %q", i, k, rec.attrs[k], v)
 			}
 		}
-		if _, ok := rec.attrs[otelqueue.LogSuppressed]; ok {
+		if _, ok := rec.attrs[semconv.LogSuppressed]; ok {
 			t.Errorf("line %d says lines were suppressed: %v", i, rec.attrs)
 		}
 	}
@@ -169,7 +171,7 @@ func TestRunnerLogRateLimit(t *testing.T) {
 	}
 	settle("15 errors", 15, 0)
 	for i, rec := range lines(otelqueue.DefaultLogBurst) {
-		if _, ok := rec.attrs[otelqueue.LogSuppressed]; ok || rec.attrs["key"] != fmt.Sprintf("k%02d", i) {
+		if _, ok := rec.attrs[semconv.LogSuppressed]; ok || rec.attrs["key"] != fmt.Sprintf("k%02d", i) {
 			t.Errorf("line %d: %v, want k%02d's, with nothing suppressed", i, rec.attrs, i)
 		}
 	}
@@ -183,7 +185,7 @@ func TestRunnerLogRateLimit(t *testing.T) {
 	e.q.Add("y")
 	settle("y's error", 17, 15)
 	last := lines(otelqueue.DefaultLogBurst + 1)[otelqueue.DefaultLogBurst]
-	if last.attrs["key"] != "y" || last.attrs[otelqueue.LogSuppressed] != "6" {
+	if last.attrs["key"] != "y" || last.attrs[semconv.LogSuppressed] != "6" {
 		t.Errorf("the line after the dropped ones: %v, want y's with suppressed=6", last.attrs)
 	}
 	e.q.Add("z")
@@ -268,13 +270,13 @@ func TestLoggerFromContext(t *testing.T) {
 	}
 	trace := rec.SpanContext().TraceID().String()
 	for i, want := range []string{rec.SpanContext().SpanID().String(), child} {
-		if recs[i].attrs[otelqueue.LogTraceID] != trace || recs[i].attrs[otelqueue.LogSpanID] != want {
+		if recs[i].attrs[semconv.LogTraceID] != trace || recs[i].attrs[semconv.LogSpanID] != want {
 			t.Errorf("line %d (%q): trace_id %s, span_id %s; want %s, %s", i, recs[i].msg,
-				recs[i].attrs[otelqueue.LogTraceID], recs[i].attrs[otelqueue.LogSpanID], trace, want)
+				recs[i].attrs[semconv.LogTraceID], recs[i].attrs[semconv.LogSpanID], trace, want)
 		}
 	}
 	for i := range recs {
-		if got := recs[i].attrs[otelqueue.LogTraceSampled]; got != "true" {
+		if got := recs[i].attrs[semconv.LogTraceSampled]; got != "true" {
 			t.Errorf("line %d (%q): trace_sampled %q, want true", i, recs[i].msg, got)
 		}
 	}
@@ -297,7 +299,7 @@ func TestLogSaysWhetherTheTraceWasSampled(t *testing.T) {
 		ctx := oteltrace.ContextWithRemoteSpanContext(context.Background(), testutil.RemoteSpanContext(9, sampled))
 		otelqueue.LoggerFromContext(ctx).Info("line")
 		slog.SetDefault(prev)
-		if got := logs.all(); len(got) != 1 || got[0].attrs[otelqueue.LogTraceSampled] != fmt.Sprint(sampled) {
+		if got := logs.all(); len(got) != 1 || got[0].attrs[semconv.LogTraceSampled] != fmt.Sprint(sampled) {
 			t.Errorf("a line in a trace with sampled=%v: %+v, want trace_sampled=%v", sampled, got, sampled)
 		}
 	}

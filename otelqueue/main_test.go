@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
@@ -44,8 +46,8 @@ const queueName = "orders"
 
 // queueAttrs are the metric attributes of the "orders" queue.
 var queueAttrs = attribute.NewSet(
-	otelqueue.AttrName.String(queueName),
-	otelqueue.AttrController.String(queueName),
+	semconv.AttrName.String(queueName),
+	semconv.AttrController.String(queueName),
 )
 
 // env is a scheduler on a fake clock, instrumented with the real SDK: a
@@ -166,7 +168,7 @@ func (e *env) collect(t testing.TB) metricdata.ResourceMetrics {
 // if rm has that scope.
 func checkScope(t testing.TB, rm metricdata.ResourceMetrics) {
 	t.Helper()
-	if _, version, ok := testutil.ScopeMetrics(rm, otelqueue.ScopeName); ok && version != otelqueue.Version {
+	if _, version, ok := testutil.ScopeMetrics(rm, semconv.ScopeOtelqueue); ok && version != otelqueue.Version {
 		t.Errorf("scope version = %q, want %q", version, otelqueue.Version)
 	}
 }
@@ -176,7 +178,7 @@ func checkScope(t testing.TB, rm metricdata.ResourceMetrics) {
 func metricNames(t testing.TB, rm metricdata.ResourceMetrics) []string {
 	t.Helper()
 	checkScope(t, rm)
-	return slices.Sorted(slices.Values(testutil.MetricNames(rm, otelqueue.ScopeName)))
+	return slices.Sorted(slices.Values(testutil.MetricNames(rm, semconv.ScopeOtelqueue)))
 }
 
 // assertNames checks that rm holds exactly the named otelqueue metrics.
@@ -193,7 +195,7 @@ func assertNames(t testing.TB, rm metricdata.ResourceMetrics, want ...string) {
 func findMetric(t testing.TB, rm metricdata.ResourceMetrics, name string) metricdata.Metrics {
 	t.Helper()
 	checkScope(t, rm)
-	return testutil.FindMetric(t, rm, otelqueue.ScopeName, name)
+	return testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, name)
 }
 
 // assertMetrics compares each wanted metric with the one of the same name in
@@ -326,7 +328,7 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 	t.Helper()
 	for _, s := range testutil.SpansNamed(spans, "process "+queueName) {
 		a := attrMap(s.Attributes())
-		if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
+		if a[semconv.AttrKey].AsString() == key && a[semconv.AttrAttempt].AsInt64() == int64(n) {
 			if root != nil {
 				t.Fatalf("two root spans for attempt %d of %q", n, key)
 			}
@@ -341,12 +343,12 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 			continue
 		}
 		switch s.Name() {
-		case otelqueue.SpanQueued:
+		case semconv.SpanQueued:
 			if queued != nil {
 				t.Fatalf("two queued spans under the root of %q", key)
 			}
 			queued = s
-		case otelqueue.SpanReconcile:
+		case semconv.SpanReconcile:
 			if reconcile != nil {
 				t.Fatalf("two reconcile spans under the root of %q", key)
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -23,9 +25,9 @@ import (
 
 // The observable instruments every instrumented queue reports.
 var queueGauges = []string{
-	otelqueue.MetricDepth, otelqueue.MetricDelayed, otelqueue.MetricAdds,
-	otelqueue.MetricRetries, otelqueue.MetricDelayedAdds, otelqueue.MetricCoalesced, otelqueue.MetricOldestPending,
-	otelqueue.MetricUnfinishedWork, otelqueue.MetricLongestRunning,
+	semconv.MetricDepth, semconv.MetricDelayed, semconv.MetricAdds,
+	semconv.MetricRetries, semconv.MetricDelayedAdds, semconv.MetricCoalesced, semconv.MetricOldestPending,
+	semconv.MetricUnfinishedWork, semconv.MetricLongestRunning,
 }
 
 // queueState is what the observable instruments of one queue say.
@@ -37,20 +39,20 @@ type queueState struct {
 
 // withPriority is attrs with the depth's priority attribute.
 func withPriority(attrs attribute.Set, priority string) attribute.Set {
-	return attribute.NewSet(append(attrs.ToSlice(), otelqueue.AttrPriority.String(priority))...)
+	return attribute.NewSet(append(attrs.ToSlice(), semconv.AttrPriority.String(priority))...)
 }
 
 func (s queueState) metrics(attrs attribute.Set) []metricdata.Metrics {
 	return []metricdata.Metrics{
-		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(attrs, "0"), s.depth),
-		intSum(otelqueue.MetricDelayed, "{item}", false, attrs, s.delayed),
-		intSum(otelqueue.MetricAdds, "{item}", true, attrs, s.adds),
-		intSum(otelqueue.MetricRetries, "{item}", true, attrs, s.retries),
-		intSum(otelqueue.MetricDelayedAdds, "{item}", true, attrs, s.delayedAdds),
-		intSum(otelqueue.MetricCoalesced, "{item}", true, attrs, s.coalesced),
-		seconds(otelqueue.MetricOldestPending, attrs, s.oldest),
-		seconds(otelqueue.MetricUnfinishedWork, attrs, s.unfinished),
-		seconds(otelqueue.MetricLongestRunning, attrs, s.longest),
+		intSum(semconv.MetricDepth, "{item}", false, withPriority(attrs, "0"), s.depth),
+		intSum(semconv.MetricDelayed, "{item}", false, attrs, s.delayed),
+		intSum(semconv.MetricAdds, "{item}", true, attrs, s.adds),
+		intSum(semconv.MetricRetries, "{item}", true, attrs, s.retries),
+		intSum(semconv.MetricDelayedAdds, "{item}", true, attrs, s.delayedAdds),
+		intSum(semconv.MetricCoalesced, "{item}", true, attrs, s.coalesced),
+		seconds(semconv.MetricOldestPending, attrs, s.oldest),
+		seconds(semconv.MetricUnfinishedWork, attrs, s.unfinished),
+		seconds(semconv.MetricLongestRunning, attrs, s.longest),
 	}
 }
 
@@ -87,14 +89,14 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	e.step(time.Second) // t=4s
 
 	rm = e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration)...)
+	assertNames(t, rm, append(slices.Clone(queueGauges), semconv.MetricQueueDuration)...)
 	assertMetrics(t, rm, noTimeNoExemplars, queueState{
 		delayed: 1, adds: 3, retries: 1, delayedAdds: 1, coalesced: 1,
 		unfinished: 3, // a for 2s, b for 1s
 		longest:    2, // a, since t=2s
 	}.metrics(queueAttrs)...)
 	assertMetrics(t, rm, noTimeNoExemplars,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{2.5: 1, 5: 1}, 2, 5, 2, 3))
+		histogram(semconv.MetricQueueDuration, queueAttrs, bounds, map[float64]uint64{2.5: 1, 5: 1}, 2, 5, 2, 3))
 
 	q.Done("a")           // worked 2s
 	q.AddRateLimited("b") // a retry while b is processed: held, ready at t=5s (backoff 1s)
@@ -106,7 +108,7 @@ func TestMetricsScriptedSequence(t *testing.T) {
 		retries: 2, delayedAdds: 1, coalesced: 1,
 	}.metrics(queueAttrs)...)
 	assertMetrics(t, rm, noTimeNoExemplars,
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{1: 1, 2.5: 1}, 2, 3, 1, 2))
+		histogram(semconv.MetricWorkDuration, queueAttrs, bounds, map[float64]uint64{1: 1, 2.5: 1}, 2, 3, 1, 2))
 
 	e.step(1500 * time.Millisecond) // t=5.5s: b's backoff ended at 5s
 	rm = e.collect(t)
@@ -124,17 +126,17 @@ func TestMetricsScriptedSequence(t *testing.T) {
 	q.Done("c") // worked 0.25s
 
 	rm = e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)...)
+	assertNames(t, rm, append(slices.Clone(queueGauges), semconv.MetricQueueDuration, semconv.MetricWorkDuration)...)
 	assertMetrics(t, rm, noTimeNoExemplars, queueState{adds: 4, retries: 2, delayedAdds: 1, coalesced: 1}.metrics(queueAttrs)...)
 	assertMetrics(t, rm, noTimeNoExemplars,
 		// Queue wait is DequeuedAt - ReadyAt, client-go's meaning: 2, 3, 0.5, 0.
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, bounds,
+		histogram(semconv.MetricQueueDuration, queueAttrs, bounds,
 			map[float64]uint64{0.0001: 1, 0.5: 1, 2.5: 1, 5: 1}, 4, 5.5, 0, 3),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, bounds,
+		histogram(semconv.MetricWorkDuration, queueAttrs, bounds,
 			map[float64]uint64{0.25: 1, 0.5: 1, 1: 1, 2.5: 1}, 4, 3.75, 0.25, 2))
 
 	// The default buckets are second-scale, 100µs to 1000s.
-	got := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds
+	got := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration)).Bounds
 	if len(got) != 22 || got[0] != 0.0001 || got[len(got)-1] != 1000 || !slices.IsSorted(got) {
 		t.Errorf("default bounds = %v", got)
 	}
@@ -165,7 +167,7 @@ func TestMetricsHeldKey(t *testing.T) {
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTimeNoExemplars,
 		// 0s for the first run, 3s ready (since the Done) for the second.
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(),
+		histogram(semconv.MetricQueueDuration, queueAttrs, otelqueue.DefaultBuckets(),
 			map[float64]uint64{0.0001: 1, 5: 1}, 2, 3, 0, 3))
 }
 
@@ -206,8 +208,8 @@ func TestMetricsExplicitBuckets(t *testing.T) {
 	e.q.Done("a")
 	rm := e.collect(t)
 	assertMetrics(t, rm, noTimeNoExemplars,
-		histogram(otelqueue.MetricQueueDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{10: 1}, 1, 3, 3, 3),
-		histogram(otelqueue.MetricWorkDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{math.Inf(1): 1}, 1, 20, 20, 20))
+		histogram(semconv.MetricQueueDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{10: 1}, 1, 3, 3, 3),
+		histogram(semconv.MetricWorkDuration, queueAttrs, []float64{1, 10}, map[float64]uint64{math.Inf(1): 1}, 1, 20, 20, 20))
 }
 
 // TestMetricsControllerName checks that WithControllerName sets the
@@ -226,12 +228,12 @@ func TestMetricsControllerName(t *testing.T) {
 	e.getKey(t, "a")
 	e.q.Done("a")
 	rm := e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration,
-		otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
+	assertNames(t, rm, append(slices.Clone(queueGauges), semconv.MetricQueueDuration, semconv.MetricWorkDuration,
+		semconv.MetricActiveWorkers, semconv.MetricWorkers, semconv.MetricReconcileResults)...)
 	metricdatatest.AssertHasAttributes(t, rm,
-		otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
-	want := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("order-reconciler"))
-	assertMetrics(t, rm, noTime, intSum(otelqueue.MetricAdds, "{item}", true, want, 1))
+		semconv.AttrName.String(queueName), semconv.AttrController.String("order-reconciler"))
+	want := attribute.NewSet(semconv.AttrName.String(queueName), semconv.AttrController.String("order-reconciler"))
+	assertMetrics(t, rm, noTime, intSum(semconv.MetricAdds, "{item}", true, want, 1))
 }
 
 // TestMetricsRunner checks the Runner's metrics: active workers and
@@ -262,12 +264,12 @@ func TestMetricsRunner(t *testing.T) {
 	results := func(success, errs, requeue, requeueAfter, panics int64) metricdata.Metrics {
 		dp := func(result otelqueue.Outcome, v int64) metricdata.DataPoint[int64] {
 			return metricdata.DataPoint[int64]{
-				Attributes: attribute.NewSet(append(queueAttrs.ToSlice(), otelqueue.AttrResult.String(result.String()))...),
+				Attributes: attribute.NewSet(append(queueAttrs.ToSlice(), semconv.AttrResult.String(result.String()))...),
 				Value:      v,
 			}
 		}
 		return metricdata.Metrics{
-			Name: otelqueue.MetricReconcileResults,
+			Name: semconv.MetricReconcileResults,
 			Unit: "{reconcile}",
 			Data: metricdata.Sum[int64]{
 				Temporality: metricdata.CumulativeTemporality,
@@ -283,11 +285,11 @@ func TestMetricsRunner(t *testing.T) {
 		}
 	}
 	active := func(n int64) metricdata.Metrics {
-		return intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, n)
+		return intSum(semconv.MetricActiveWorkers, "{worker}", false, queueAttrs, n)
 	}
 
 	rm := e.collect(t)
-	assertNames(t, rm, append(slices.Clone(queueGauges), otelqueue.MetricActiveWorkers, otelqueue.MetricWorkers, otelqueue.MetricReconcileResults)...)
+	assertNames(t, rm, append(slices.Clone(queueGauges), semconv.MetricActiveWorkers, semconv.MetricWorkers, semconv.MetricReconcileResults)...)
 	assertMetrics(t, rm, noTime, active(0), results(0, 0, 0, 0, 0), workersGauge(queueAttrs, 1))
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -301,7 +303,7 @@ func TestMetricsRunner(t *testing.T) {
 		e.q.Add(k)
 	}
 	assertMetrics(t, e.collect(t), noTime, active(1), results(0, 0, 0, 0, 0),
-		intSum(otelqueue.MetricDepth, "{item}", false, withPriority(queueAttrs, "0"), 5))
+		intSum(semconv.MetricDepth, "{item}", false, withPriority(queueAttrs, "0"), 5))
 
 	close(hold)
 	testutil.WaitFor(t, "six reconciles", func() bool {
@@ -312,8 +314,8 @@ func TestMetricsRunner(t *testing.T) {
 	rm = e.collect(t)
 	assertMetrics(t, rm, noTime, active(0), results(2, 1, 1, 1, 1),
 		// error, requeue and panic wait for their backoff, requeue_after for its delay.
-		intSum(otelqueue.MetricDelayed, "{item}", false, queueAttrs, 4),
-		intSum(otelqueue.MetricRetries, "{item}", true, queueAttrs, 4))
+		intSum(semconv.MetricDelayed, "{item}", false, queueAttrs, 4),
+		intSum(semconv.MetricRetries, "{item}", true, queueAttrs, 4))
 	if s := r.Stats(); s != (otelqueue.RunnerStatsOf(1, outcomeCounts{otelqueue.OutcomeSuccess: 2, otelqueue.OutcomeError: 1, otelqueue.OutcomeRequeue: 1, otelqueue.OutcomeRequeueAfter: 1, otelqueue.OutcomePanic: 1})) {
 		t.Errorf("Runner.Stats() = %+v", s)
 	}
@@ -389,21 +391,21 @@ func TestInstrumentationStop(t *testing.T) {
 	rm := e.collect(t)
 	// The histograms keep what they recorded before Stop; the observable
 	// instruments are gone.
-	assertNames(t, rm, otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)
-	if c := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Count; c != 1 {
+	assertNames(t, rm, semconv.MetricQueueDuration, semconv.MetricWorkDuration)
+	if c := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration)).Count; c != 1 {
 		t.Errorf("queue duration count after Stop = %d, want 1", c)
 	}
 }
 
-// depthSum is the expected MetricDepth of the default queue by priority.
+// depthSum is the expected `workqueue.depth` of the default queue by priority.
 func depthSum(byPriority map[string]int64) metricdata.Metrics {
-	attrs := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String(queueName))
+	attrs := attribute.NewSet(semconv.AttrName.String(queueName), semconv.AttrController.String(queueName))
 	var points []metricdata.DataPoint[int64]
 	for p, v := range byPriority {
 		points = append(points, metricdata.DataPoint[int64]{Attributes: withPriority(attrs, p), Value: v})
 	}
 	return metricdata.Metrics{
-		Name: otelqueue.MetricDepth,
+		Name: semconv.MetricDepth,
 		Unit: "{item}",
 		Data: metricdata.Sum[int64]{Temporality: metricdata.CumulativeTemporality, DataPoints: points},
 	}
@@ -457,7 +459,7 @@ func TestMetricsDepthByPriority(t *testing.T) {
 	assertMetrics(t, rm, noTime, depthSum(want))
 
 	var sum int64
-	for _, dp := range findMetric(t, rm, otelqueue.MetricDepth).Data.(metricdata.Sum[int64]).DataPoints {
+	for _, dp := range findMetric(t, rm, semconv.MetricDepth).Data.(metricdata.Sum[int64]).DataPoints {
 		sum += dp.Value
 	}
 	if st := q.Stats(); sum != int64(st.Depth) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -55,7 +57,7 @@ func TestNilProviders(t *testing.T) {
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatal(err)
 		}
-		assertMetrics(t, rm, noTime, intSum(otelqueue.MetricAdds, "{item}", true, queueAttrs, 1))
+		assertMetrics(t, rm, noTime, intSum(semconv.MetricAdds, "{item}", true, queueAttrs, 1))
 	})
 
 	t.Run("typed nil: an error", func(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -14,21 +16,11 @@ import (
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// Span names.
-const (
-	// SpanQueued is the name of the span that covers a key's wait, from its
-	// earliest pending enqueue to the dequeue.
-	SpanQueued = "queued"
-	// SpanReconcile is the name of the span that covers the work on a key,
-	// from the dequeue to Done. The reconciler's own spans are its children.
-	SpanReconcile = "reconcile"
-)
-
-// Link attribute values (AttrLinkKind) telling what a link of the root span
+// Link attribute values (`workqueue.link`) telling what a link of the root span
 // points to.
 var (
-	linkEnqueue  = []attribute.KeyValue{AttrLinkKind.String("enqueue")}
-	linkPrevious = []attribute.KeyValue{AttrLinkKind.String("previous_attempt")}
+	linkEnqueue  = []attribute.KeyValue{semconv.AttrLinkKind.String("enqueue")}
+	linkPrevious = []attribute.KeyValue{semconv.AttrLinkKind.String("previous_attempt")}
 )
 
 // observer implements scheduler.Observer with spans and the two histograms.
@@ -79,14 +71,14 @@ func newObserver[K comparable](c *config, in *instruments, b *binding, queue str
 	if in.lateness != nil {
 		o.lateness = in.lateness
 		for _, r := range []scheduler.WaitReason{scheduler.WaitDelayed, scheduler.WaitRateLimited, scheduler.WaitDebounced} {
-			o.lateRecord[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs.ToSlice(), AttrWaitReason.String(r.String()))...))}
+			o.lateRecord[r] = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs.ToSlice(), semconv.AttrWaitReason.String(r.String()))...))}
 		}
 	}
 	if in.queueDurationByPriority != nil {
 		o.waitByPriority = newWaitByPriority(in.queueDurationByPriority, attrs)
 	}
 	if o.tracing {
-		o.tracer = c.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version))
+		o.tracer = c.tracerProvider.Tracer(semconv.ScopeOtelqueue, trace.WithInstrumentationVersion(Version))
 		o.linkSource = linkSourceFor[K](c)
 	}
 	return o
@@ -125,8 +117,8 @@ func (o *observer[K]) NextRun(ctx context.Context, _ K, ended, next time.Time, t
 		return // no span of this queue's
 	}
 	trace.SpanFromContext(ctx).SetAttributes(
-		AttrNextTrigger.String(trigger.String()),
-		AttrNextDelay.Float64(max(0, next.Sub(ended)).Seconds()),
+		semconv.AttrNextTrigger.String(trigger.String()),
+		semconv.AttrNextDelay.Float64(max(0, next.Sub(ended)).Seconds()),
 	)
 }
 
@@ -213,36 +205,36 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	// carries all of them, "reconcile" those that identify the attempt and
 	// why it ran, "queued" the wait reason.
 	attrs := [8]attribute.KeyValue{
-		AttrQueueName.String(o.queue),
-		AttrKey.String(keyString(it.Key)),
-		AttrAttempt.Int(it.Requeues + 1),
-		AttrTrigger.String(it.Trigger.String()),
+		semconv.AttrQueueName.String(o.queue),
+		semconv.AttrKey.String(keyString(it.Key)),
+		semconv.AttrAttempt.Int(it.Requeues + 1),
+		semconv.AttrTrigger.String(it.Trigger.String()),
 	}
 	n := 4
 	if it.Source != "" {
-		attrs[n] = AttrTriggerSource.String(it.Source)
+		attrs[n] = semconv.AttrTriggerSource.String(it.Source)
 		n++
 	}
-	attrs[n] = AttrWaitReason.String(it.Reason.String())
-	attrs[n+1] = AttrCoalesced.Int(it.Coalesced)
+	attrs[n] = semconv.AttrWaitReason.String(it.Reason.String())
+	attrs[n+1] = semconv.AttrCoalesced.Int(it.Coalesced)
 	ident, reason, all := attrs[:n], attrs[n:n+1], attrs[:n+2]
 	if it.DroppedLinks > 0 {
-		all = append(all, AttrDroppedLinks.Int(it.DroppedLinks))
+		all = append(all, semconv.AttrDroppedLinks.Int(it.DroppedLinks))
 	}
 	root.SetAttributes(all...)
 
-	queuedCtx, queued := o.tracer.Start(rootCtx, SpanQueued, trace.WithTimestamp(it.EnqueuedAt))
+	queuedCtx, queued := o.tracer.Start(rootCtx, semconv.SpanQueued, trace.WithTimestamp(it.EnqueuedAt))
 	queued.SetAttributes(reason...)
 	if it.ReadyAt.After(it.EnqueuedAt) {
 		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
 	}
 	if standbyPart > 0 {
-		queued.AddEvent(EventActive, trace.WithTimestamp(activeAt))
+		queued.AddEvent(semconv.EventActive, trace.WithTimestamp(activeAt))
 	}
 	o.recordWait(queuedCtx, wait, it)
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
-	reconcileCtx, reconcile := o.tracer.Start(rootCtx, SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
+	reconcileCtx, reconcile := o.tracer.Start(rootCtx, semconv.SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(ident...)
 	return &attemptContext{Context: reconcileCtx, root: root, clientTime: work}
 }

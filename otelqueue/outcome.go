@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -23,8 +25,8 @@ type Result struct {
 }
 
 // Outcome is how a reconcile ended. Its String is the value of the
-// AttrResult attribute, on the "reconcile" span and on
-// MetricReconcileResults, as controller-runtime's "result" label.
+// `result` attribute, on the "reconcile" span and on
+// `workqueue.reconcile.results`, as controller-runtime's "result" label.
 type Outcome uint8
 
 // The outcomes, in the order of outcomeNames.
@@ -55,15 +57,15 @@ var outcomeNames = [numOutcomes]string{
 	OutcomePanic:        "panic",
 }
 
-// outcomeAttrs holds the AttrResult attribute of each outcome.
+// outcomeAttrs holds the `result` attribute of each outcome.
 var outcomeAttrs = func() (a [numOutcomes]attribute.KeyValue) {
 	for o, name := range outcomeNames {
-		a[o] = AttrResult.String(name)
+		a[o] = semconv.AttrResult.String(name)
 	}
 	return a
 }()
 
-// String returns the outcome's AttrResult value, such as "requeue_after".
+// String returns the outcome's `result` value, such as "requeue_after".
 func (o Outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]
@@ -75,7 +77,7 @@ func (o Outcome) attr() attribute.KeyValue {
 	if o < numOutcomes {
 		return outcomeAttrs[o]
 	}
-	return AttrResult.String(o.String())
+	return semconv.AttrResult.String(o.String())
 }
 
 // Classify returns the outcome of a reconcile that returned res and err,
@@ -98,7 +100,7 @@ func Classify(res Result, err error) Outcome {
 }
 
 // RecordOutcome records the end of a reconcile on its span (the attempt's
-// "reconcile" span): the AttrResult attribute (outcome's name) and, when err
+// "reconcile" span): the `result` attribute (outcome's name) and, when err
 // is not nil, err as an exception event (with the stack trace of a PanicError it
 // wraps) and status Error with err's message. It does nothing on a nil span
 // or one that is not recording.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -59,7 +61,7 @@ func TestRecordOutcome(t *testing.T) {
 	}
 	check := func(s sdktrace.ReadOnlySpan, w want) {
 		t.Helper()
-		if got := attrMap(s.Attributes())[otelqueue.AttrResult].AsString(); got != s.Name() {
+		if got := attrMap(s.Attributes())[semconv.AttrResult].AsString(); got != s.Name() {
 			t.Errorf("%s: result %q", s.Name(), got)
 		}
 		if s.Status().Code != w.status || !strings.Contains(s.Status().Description, w.desc) {

@@ -9,7 +9,8 @@ import (
 	"time"
 	"weak"
 
-	"go.opentelemetry.io/otel/attribute"
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
@@ -19,20 +20,6 @@ import (
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
-)
-
-// EventWorkersChanged is the name of the span event an adaptive pool adds
-// to the "reconcile" span of the attempt whose end made it change its
-// limit, with the attributes AttrWorkersFrom, AttrWorkersTo and
-// AttrWorkersReason. A change made with no attempt ending (the pool's
-// ticker) has no event: its log line says the same.
-const EventWorkersChanged = "workers changed"
-
-// Attributes of EventWorkersChanged.
-const (
-	AttrWorkersFrom   = attribute.Key("workqueue.workers.from")
-	AttrWorkersTo     = attribute.Key("workqueue.workers.to")
-	AttrWorkersReason = attribute.Key("workqueue.workers.reason")
 )
 
 // pool is a queue's adaptive worker pool: it reads the queue's signals,
@@ -349,8 +336,8 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		"detail", d.detail, "needed", f.needed, "busy", round2(f.busy), "usable", round2(f.usable),
 		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
 	if span != nil && span.IsRecording() {
-		span.AddEvent(EventWorkersChanged, trace.WithTimestamp(now), trace.WithAttributes(
-			AttrWorkersFrom.Int(from), AttrWorkersTo.Int(d.to), AttrWorkersReason.String(string(d.reason))))
+		span.AddEvent(semconv.EventWorkersChanged, trace.WithTimestamp(now), trace.WithAttributes(
+			semconv.AttrWorkersFrom.Int(from), semconv.AttrWorkersTo.Int(d.to), semconv.AttrWorkersReason.String(string(d.reason))))
 	}
 }
 

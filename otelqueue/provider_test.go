@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -104,7 +106,7 @@ func pointValue[N int64 | float64](t testing.TB, name string, points []metricdat
 func TestMetricsProviderClientGoQueue(t *testing.T) {
 	e := newProviderEnv(t)
 	q := e.queue(t, "x")
-	x := attribute.NewSet(otelqueue.AttrName.String("x"), otelqueue.AttrController.String("x"))
+	x := attribute.NewSet(semconv.AttrName.String("x"), semconv.AttrController.String("x"))
 	bounds := otelqueue.DefaultBuckets()
 	// unfinished waits until client-go's loop has set both gauges to the
 	// given values, after a fake clock step.
@@ -112,8 +114,8 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 		t.Helper()
 		testutil.WaitFor(t, "client-go's updateUnfinishedWork", func() bool {
 			rm := e.collect(t)
-			return gaugeValue(t, rm, otelqueue.MetricUnfinishedWork, x) == total &&
-				gaugeValue(t, rm, otelqueue.MetricLongestRunning, x) == longest
+			return gaugeValue(t, rm, semconv.MetricUnfinishedWork, x) == total &&
+				gaugeValue(t, rm, semconv.MetricLongestRunning, x) == longest
 		})
 	}
 
@@ -127,15 +129,15 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	e.clock.Step(time.Second) // t=3s
 	unfinished(1, 1)
 	rm := e.collect(t)
-	assertNames(t, rm, otelqueue.MetricDepth, otelqueue.MetricAdds, otelqueue.MetricRetries,
-		otelqueue.MetricUnfinishedWork, otelqueue.MetricLongestRunning, otelqueue.MetricQueueDuration)
+	assertNames(t, rm, semconv.MetricDepth, semconv.MetricAdds, semconv.MetricRetries,
+		semconv.MetricUnfinishedWork, semconv.MetricLongestRunning, semconv.MetricQueueDuration)
 	assertMetrics(t, rm, noTime,
-		intSum(otelqueue.MetricDepth, "{item}", false, x, 1),
-		intSum(otelqueue.MetricAdds, "{item}", true, x, 2),
-		intSum(otelqueue.MetricRetries, "{item}", true, x, 0),
-		seconds(otelqueue.MetricUnfinishedWork, x, 1),
-		seconds(otelqueue.MetricLongestRunning, x, 1),
-		histogram(otelqueue.MetricQueueDuration, x, bounds, map[float64]uint64{2.5: 1}, 1, 2, 2, 2))
+		intSum(semconv.MetricDepth, "{item}", false, x, 1),
+		intSum(semconv.MetricAdds, "{item}", true, x, 2),
+		intSum(semconv.MetricRetries, "{item}", true, x, 0),
+		seconds(semconv.MetricUnfinishedWork, x, 1),
+		seconds(semconv.MetricLongestRunning, x, 1),
+		histogram(semconv.MetricQueueDuration, x, bounds, map[float64]uint64{2.5: 1}, 1, 2, 2, 2))
 
 	waiters := e.clock.Waiters()
 	q.AddRateLimited("a") // retry: 1s backoff, ready at t=4s
@@ -160,17 +162,17 @@ func TestMetricsProviderClientGoQueue(t *testing.T) {
 	unfinished(0, 0)
 
 	rm = e.collect(t)
-	assertNames(t, rm, otelqueue.MetricDepth, otelqueue.MetricAdds, otelqueue.MetricRetries,
-		otelqueue.MetricUnfinishedWork, otelqueue.MetricLongestRunning,
-		otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration)
+	assertNames(t, rm, semconv.MetricDepth, semconv.MetricAdds, semconv.MetricRetries,
+		semconv.MetricUnfinishedWork, semconv.MetricLongestRunning,
+		semconv.MetricQueueDuration, semconv.MetricWorkDuration)
 	assertMetrics(t, rm, noTime, // exemplars compared: there are none
-		intSum(otelqueue.MetricDepth, "{item}", false, x, 0),
-		intSum(otelqueue.MetricAdds, "{item}", true, x, 3),
-		intSum(otelqueue.MetricRetries, "{item}", true, x, 1),
-		seconds(otelqueue.MetricUnfinishedWork, x, 0),
-		seconds(otelqueue.MetricLongestRunning, x, 0),
-		histogram(otelqueue.MetricQueueDuration, x, bounds, map[float64]uint64{0.5: 1, 2.5: 1, 5: 1}, 3, 7, 0.5, 4.5),
-		histogram(otelqueue.MetricWorkDuration, x, bounds, map[float64]uint64{0.5: 2, 1: 1}, 3, 2, 0.5, 1))
+		intSum(semconv.MetricDepth, "{item}", false, x, 0),
+		intSum(semconv.MetricAdds, "{item}", true, x, 3),
+		intSum(semconv.MetricRetries, "{item}", true, x, 1),
+		seconds(semconv.MetricUnfinishedWork, x, 0),
+		seconds(semconv.MetricLongestRunning, x, 0),
+		histogram(semconv.MetricQueueDuration, x, bounds, map[float64]uint64{0.5: 1, 2.5: 1, 5: 1}, 3, 7, 0.5, 4.5),
+		histogram(semconv.MetricWorkDuration, x, bounds, map[float64]uint64{0.5: 2, 1: 1}, 3, 2, 0.5, 1))
 }
 
 // TestMetricsProviderQueues checks that each queue of one provider reports
@@ -183,11 +185,11 @@ func TestMetricsProviderQueues(t *testing.T) {
 	y.Add("b")
 	rm := e.collect(t)
 	for name, depth := range map[string]int64{"x": 1, "y": 2} {
-		attrs := attribute.NewSet(otelqueue.AttrName.String(name), otelqueue.AttrController.String("ctl"))
-		if got := intValue(t, rm, otelqueue.MetricDepth, attrs); got != depth {
+		attrs := attribute.NewSet(semconv.AttrName.String(name), semconv.AttrController.String("ctl"))
+		if got := intValue(t, rm, semconv.MetricDepth, attrs); got != depth {
 			t.Errorf("depth of %s = %d, want %d", name, got, depth)
 		}
-		if got := intValue(t, rm, otelqueue.MetricAdds, attrs); got != depth {
+		if got := intValue(t, rm, semconv.MetricAdds, attrs); got != depth {
 			t.Errorf("adds of %s = %d, want %d", name, got, depth)
 		}
 	}
@@ -206,7 +208,7 @@ func TestMetricsProviderBadBuckets(t *testing.T) {
 	k, _ := q.Get()
 	q.Done(k)
 	rm := e.collect(t)
-	if b := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration)).Bounds; !slices.Equal(b, otelqueue.DefaultBuckets()) {
+	if b := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration)).Bounds; !slices.Equal(b, otelqueue.DefaultBuckets()) {
 		t.Errorf("bounds %v, want DefaultBuckets", b)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -131,12 +133,12 @@ func TestRunnerInstrumentOrder(t *testing.T) {
 			testutil.WaitFor(t, "the reconcile", func() bool { return r.Stats().Count(otelqueue.OutcomeSuccess) == 1 && q.Stats().InFlight == 0 })
 			rm := e.collect(t)
 			assertMetrics(t, rm, noTime,
-				intSum(otelqueue.MetricActiveWorkers, "{worker}", false, queueAttrs, 0),
+				intSum(semconv.MetricActiveWorkers, "{worker}", false, queueAttrs, 0),
 				workersGauge(queueAttrs, 2))
-			res := findMetric(t, rm, otelqueue.MetricReconcileResults)
+			res := findMetric(t, rm, semconv.MetricReconcileResults)
 			var success int64 = -1
 			for _, dp := range res.Data.(metricdata.Sum[int64]).DataPoints {
-				if v, _ := dp.Attributes.Value(otelqueue.AttrResult); v.AsString() == otelqueue.OutcomeSuccess.String() {
+				if v, _ := dp.Attributes.Value(semconv.AttrResult); v.AsString() == otelqueue.OutcomeSuccess.String() {
 					success = dp.Value
 				}
 			}
@@ -158,7 +160,7 @@ func TestInstrumentTwice(t *testing.T) {
 	}
 	wantErr(t, "a second Instrument", err, `scheduler "orders" is instrumented already`)
 	e.q.Add("a")
-	assertMetrics(t, e.collect(t), noTime, intSum(otelqueue.MetricAdds, "{item}", true, queueAttrs, 1))
+	assertMetrics(t, e.collect(t), noTime, intSum(semconv.MetricAdds, "{item}", true, queueAttrs, 1))
 
 	if err := e.inst.Stop(); err != nil {
 		t.Fatal(err)
@@ -169,7 +171,7 @@ func TestInstrumentTwice(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = again.Stop() })
 	e.q.Add("b")
-	assertMetrics(t, e.collect(t), noTime, intSum(otelqueue.MetricAdds, "{item}", true, queueAttrs, 2))
+	assertMetrics(t, e.collect(t), noTime, intSum(semconv.MetricAdds, "{item}", true, queueAttrs, 2))
 }
 
 // TestInstrumentConcurrent checks that of several Instrument calls racing on
@@ -264,7 +266,7 @@ func TestRunnerGoexit(t *testing.T) {
 	if st := rec.Status(); !strings.Contains(st.Description, "runtime.Goexit") || strings.Contains(st.Description, "<nil>") {
 		t.Errorf("status of the attempt that called Goexit: %q, want the cause (runtime.Goexit), not a nil panic", st.Description)
 	}
-	if got := attrMap(rec.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
+	if got := attrMap(rec.Attributes())[semconv.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("result %q, want panic", got)
 	}
 }

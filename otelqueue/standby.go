@@ -37,11 +37,6 @@ func WithStandby(active <-chan struct{}) Option {
 	})
 }
 
-// EventActive is the event of a "queued" span whose key became ready while
-// the queue was standby (WithStandby): where the standby ended and the wait
-// for a worker began.
-const EventActive = "active"
-
 // standby is a queue's standby state: standby until activeAt is set.
 type standby struct {
 	activeAt atomic.Int64     // UnixNano of the scheduler clock's time it became active; 0: standby

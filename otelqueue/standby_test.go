@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
@@ -33,7 +35,7 @@ func standbyGauge(t *testing.T, e *env) (int64, bool) {
 	t.Helper()
 	for _, sm := range e.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == otelqueue.MetricStandby {
+			if m.Name == semconv.MetricStandby {
 				pts := m.Data.(metricdata.Gauge[int64]).DataPoints
 				if len(pts) != 1 {
 					t.Fatalf("%s: %d points, want 1", m.Name, len(pts))
@@ -48,9 +50,9 @@ func standbyGauge(t *testing.T, e *env) (int64, bool) {
 // oldestGauge returns the workqueue.oldest_pending_item point's value.
 func oldestGauge(t *testing.T, e *env) float64 {
 	t.Helper()
-	pts := findMetric(t, e.collect(t), otelqueue.MetricOldestPending).Data.(metricdata.Gauge[float64]).DataPoints
+	pts := findMetric(t, e.collect(t), semconv.MetricOldestPending).Data.(metricdata.Gauge[float64]).DataPoints
 	if len(pts) != 1 {
-		t.Fatalf("%s: %d points, want 1", otelqueue.MetricOldestPending, len(pts))
+		t.Fatalf("%s: %d points, want 1", semconv.MetricOldestPending, len(pts))
 	}
 	return pts[0].Value
 }
@@ -88,7 +90,7 @@ func TestStandbyWait(t *testing.T) {
 	e.q.Done("b")
 
 	rm := e.collect(t)
-	p := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration))
+	p := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration))
 	// a: 3 s from the election (not 1 h 3 s); b: 1 s from its add.
 	if maxV, ok := p.Max.Value(); p.Count != 2 || p.Sum != 4 || !ok || maxV != 3 {
 		t.Errorf("queue wait: count %d, sum %v, max %v; want 2 waits of 3 s and 1 s", p.Count, p.Sum, p.Max)
@@ -100,16 +102,16 @@ func TestStandbyWait(t *testing.T) {
 	assertTimes(t, queued, t0, t0.Add(time.Hour+3*time.Second))
 	var active []time.Time
 	for _, ev := range queued.Events() {
-		if ev.Name == otelqueue.EventActive {
+		if ev.Name == semconv.EventActive {
 			active = append(active, ev.Time)
 		}
 	}
 	if len(active) != 1 || !active[0].Equal(t0.Add(time.Hour)) {
-		t.Errorf("the queued span of a key ready during the standby: %s events at %v, want one at the election", otelqueue.EventActive, active)
+		t.Errorf("the queued span of a key ready during the standby: %s events at %v, want one at the election", semconv.EventActive, active)
 	}
 	_, queuedB, _ := attemptSpans(t, e.sr.Ended(), "b", 1)
 	for _, ev := range queuedB.Events() {
-		if ev.Name == otelqueue.EventActive {
+		if ev.Name == semconv.EventActive {
 			t.Errorf("the queued span of a key ready after the election has an %s event", ev.Name)
 		}
 	}
@@ -208,7 +210,7 @@ func TestStandbyEndsAtTheFirstKeyTaken(t *testing.T) {
 	e.getKey(t, "b")
 	e.q.Done("a")
 	e.q.Done("b")
-	p := histogramPoint(t, findMetric(t, e.collect(t), otelqueue.MetricQueueDuration))
+	p := histogramPoint(t, findMetric(t, e.collect(t), semconv.MetricQueueDuration))
 	if maxV, ok := p.Max.Value(); p.Count != 2 || p.Sum != 1 || !ok || maxV != 1 {
 		t.Errorf("queue wait: count %d, sum %v, max %v; want 0 s and 1 s from the first key taken, not a minute", p.Count, p.Sum, p.Max)
 	}
@@ -241,7 +243,7 @@ func TestStandbyElectedBefore(t *testing.T) {
 	defer inst.Stop()
 	e.getKey(t, "a")
 	e.q.Done("a")
-	p := histogramPoint(t, findMetric(t, e.collect(t), otelqueue.MetricQueueDuration))
+	p := histogramPoint(t, findMetric(t, e.collect(t), semconv.MetricQueueDuration))
 	if p.Count != 1 || p.Sum != 1.2 {
 		t.Errorf("queue wait: count %d, sum %v; want the whole 1.2 s", p.Count, p.Sum)
 	}

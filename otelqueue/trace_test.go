@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -27,8 +29,8 @@ import (
 const rootName = "process " + queueName
 
 var (
-	linkEnqueue  = []attribute.KeyValue{otelqueue.AttrLinkKind.String("enqueue")}
-	linkPrevious = []attribute.KeyValue{otelqueue.AttrLinkKind.String("previous_attempt")}
+	linkEnqueue  = []attribute.KeyValue{semconv.AttrLinkKind.String("enqueue")}
+	linkPrevious = []attribute.KeyValue{semconv.AttrLinkKind.String("previous_attempt")}
 )
 
 // assertAttrs checks that kvs holds exactly want, in any order.
@@ -130,22 +132,22 @@ func TestTraceShape(t *testing.T) {
 	if root.SpanKind() != trace.SpanKindConsumer || queued.SpanKind() != trace.SpanKindInternal || reconcile.SpanKind() != trace.SpanKindInternal {
 		t.Errorf("kinds: root %v, queued %v, reconcile %v", root.SpanKind(), queued.SpanKind(), reconcile.SpanKind())
 	}
-	if sc := root.InstrumentationScope(); sc.Name != otelqueue.ScopeName || sc.Version != otelqueue.Version {
+	if sc := root.InstrumentationScope(); sc.Name != semconv.ScopeOtelqueue || sc.Version != otelqueue.Version {
 		t.Errorf("scope %+v", sc)
 	}
 	assertLinks(t, root, sdktrace.Link{SpanContext: enqSC, Attributes: linkEnqueue})
 	assertAttrs(t, "root", root.Attributes(),
-		otelqueue.AttrQueueName.String(queueName),
-		otelqueue.AttrKey.String("a"),
-		otelqueue.AttrAttempt.Int(1),
-		otelqueue.AttrTrigger.String("add"),
-		otelqueue.AttrWaitReason.String("immediate"),
-		otelqueue.AttrCoalesced.Int(0),
+		semconv.AttrQueueName.String(queueName),
+		semconv.AttrKey.String("a"),
+		semconv.AttrAttempt.Int(1),
+		semconv.AttrTrigger.String("add"),
+		semconv.AttrWaitReason.String("immediate"),
+		semconv.AttrCoalesced.Int(0),
 	)
-	assertAttrs(t, "queued", queued.Attributes(), otelqueue.AttrWaitReason.String("immediate"))
+	assertAttrs(t, "queued", queued.Attributes(), semconv.AttrWaitReason.String("immediate"))
 	assertAttrs(t, "reconcile", reconcile.Attributes(),
-		otelqueue.AttrQueueName.String(queueName), otelqueue.AttrKey.String("a"), otelqueue.AttrAttempt.Int(1),
-		otelqueue.AttrTrigger.String("add"))
+		semconv.AttrQueueName.String(queueName), semconv.AttrKey.String("a"), semconv.AttrAttempt.Int(1),
+		semconv.AttrTrigger.String("add"))
 	if ev := queued.Events(); len(ev) != 0 {
 		t.Errorf("queued events %v: an immediate add has no ready event", ev)
 	}
@@ -239,7 +241,7 @@ func TestTraceWaitReasons(t *testing.T) {
 			root, queued, _ := attemptSpans(t, spans, "a", tc.attempt)
 			assertTree(t, spans)
 			assertTimes(t, queued, t0.Add(tc.enqueued), t0.Add(tc.dequeued))
-			if got := attrMap(root.Attributes())[otelqueue.AttrWaitReason].AsString(); got != tc.reason {
+			if got := attrMap(root.Attributes())[semconv.AttrWaitReason].AsString(); got != tc.reason {
 				t.Errorf("root wait_reason %q, want %q", got, tc.reason)
 			}
 			// The add that set the ready time: a requeue's, a backoff's, or
@@ -248,10 +250,10 @@ func TestTraceWaitReasons(t *testing.T) {
 			if trigger == "" {
 				trigger = "add"
 			}
-			if got := attrMap(root.Attributes())[otelqueue.AttrTrigger].AsString(); got != trigger {
+			if got := attrMap(root.Attributes())[semconv.AttrTrigger].AsString(); got != trigger {
 				t.Errorf("root trigger %q, want %q", got, trigger)
 			}
-			assertAttrs(t, "queued", queued.Attributes(), otelqueue.AttrWaitReason.String(tc.reason))
+			assertAttrs(t, "queued", queued.Attributes(), semconv.AttrWaitReason.String(tc.reason))
 			ev := queued.Events()
 			if tc.ready == tc.enqueued {
 				if len(ev) != 0 {
@@ -260,7 +262,7 @@ func TestTraceWaitReasons(t *testing.T) {
 			} else if len(ev) != 1 || ev[0].Name != "ready" || !ev[0].Time.Equal(t0.Add(tc.ready)) {
 				t.Errorf("queued events %+v, want one \"ready\" at %v", ev, tc.ready)
 			}
-			if got := histogramPoint(t, findMetric(t, e.collect(t), otelqueue.MetricQueueDuration)).Sum; got != tc.wantWait {
+			if got := histogramPoint(t, findMetric(t, e.collect(t), semconv.MetricQueueDuration)).Sum; got != tc.wantWait {
 				t.Errorf("queue wait recorded %v s, want %v s", got, tc.wantWait)
 			}
 		})
@@ -304,10 +306,10 @@ func TestTraceCoalescedLinks(t *testing.T) {
 			}
 			assertLinks(t, root, want...)
 			a := attrMap(root.Attributes())
-			if got := a[otelqueue.AttrDroppedLinks].AsInt64(); got != 3 {
+			if got := a[semconv.AttrDroppedLinks].AsInt64(); got != 3 {
 				t.Errorf("workqueue.links.dropped = %d, want 3", got)
 			}
-			if got, want := a[otelqueue.AttrCoalesced].AsInt64(), int64(keep+4); got != want {
+			if got, want := a[semconv.AttrCoalesced].AsInt64(), int64(keep+4); got != want {
 				t.Errorf("workqueue.coalesced = %d, want %d", got, want)
 			}
 			rootB, _, _ := attemptSpans(t, e.sr.Ended(), "b", 1)
@@ -350,7 +352,7 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 		t.Errorf("failed reconcile status %+v, want Error \"boom\"", st)
 	}
 	assertException(t, reconcile1, "boom", false)
-	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomeError.String() {
+	if got := attrMap(reconcile1.Attributes())[semconv.AttrResult].AsString(); got != otelqueue.OutcomeError.String() {
 		t.Errorf("failed reconcile result %q", got)
 	}
 
@@ -361,14 +363,14 @@ func TestTraceRetryLinksPreviousAttempt(t *testing.T) {
 	// in whose context AddRateLimited was called.
 	assertLinks(t, root2, sdktrace.Link{SpanContext: reconcile1.SpanContext(), Attributes: linkPrevious})
 	a := attrMap(root2.Attributes())
-	if a[otelqueue.AttrAttempt].AsInt64() != 2 || a[otelqueue.AttrWaitReason].AsString() != "rate_limited" {
+	if a[semconv.AttrAttempt].AsInt64() != 2 || a[semconv.AttrWaitReason].AsString() != "rate_limited" {
 		t.Errorf("retry root attributes %v", root2.Attributes())
 	}
 	assertTimes(t, queued2, t0, t0.Add(time.Second))
 	if st := reconcile2.Status(); st.Code != codes.Unset {
 		t.Errorf("successful reconcile status %+v", st)
 	}
-	if got := attrMap(reconcile2.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomeSuccess.String() {
+	if got := attrMap(reconcile2.Attributes())[semconv.AttrResult].AsString(); got != otelqueue.OutcomeSuccess.String() {
 		t.Errorf("successful reconcile result %q", got)
 	}
 }
@@ -449,7 +451,7 @@ func TestTracePanic(t *testing.T) {
 		t.Errorf("panicked reconcile status %+v, want Error with the panic", st)
 	}
 	assertException(t, reconcile1, "kaboom", true)
-	if got := attrMap(reconcile1.Attributes())[otelqueue.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
+	if got := attrMap(reconcile1.Attributes())[semconv.AttrResult].AsString(); got != otelqueue.OutcomePanic.String() {
 		t.Errorf("panicked reconcile result %q", got)
 	}
 	assertLinks(t, root2, sdktrace.Link{SpanContext: reconcile1.SpanContext(), Attributes: linkPrevious})
@@ -545,8 +547,8 @@ func TestTraceClientGoLoop(t *testing.T) {
 	}
 
 	rm := e.collect(t)
-	qd := histogramPoint(t, findMetric(t, rm, otelqueue.MetricQueueDuration))
-	wd := histogramPoint(t, findMetric(t, rm, otelqueue.MetricWorkDuration))
+	qd := histogramPoint(t, findMetric(t, rm, semconv.MetricQueueDuration))
+	wd := histogramPoint(t, findMetric(t, rm, semconv.MetricWorkDuration))
 	if qd.Count != 2 || qd.Sum != 2 || wd.Count != 2 || wd.Sum != 1 {
 		t.Errorf("queue wait count %d sum %v, work count %d sum %v; want 2, 2, 2, 1", qd.Count, qd.Sum, wd.Count, wd.Sum)
 	}
@@ -644,11 +646,11 @@ func TestTraceTrigger(t *testing.T) {
 	e.q.Done("a")
 	root, queued, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
 	for _, s := range []sdktrace.ReadOnlySpan{root, reconcile} {
-		if got := attrMap(s.Attributes())[otelqueue.AttrTrigger].AsString(); got != "resync" {
+		if got := attrMap(s.Attributes())[semconv.AttrTrigger].AsString(); got != "resync" {
 			t.Errorf("%s trigger %q, want resync", s.Name(), got)
 		}
 	}
-	if _, ok := attrMap(queued.Attributes())[otelqueue.AttrTrigger]; ok {
+	if _, ok := attrMap(queued.Attributes())[semconv.AttrTrigger]; ok {
 		t.Error("the queued span carries the trigger")
 	}
 }
@@ -668,25 +670,25 @@ func TestTraceTriggerSource(t *testing.T) {
 	root, queued, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
 	for _, s := range []sdktrace.ReadOnlySpan{root, reconcile} {
 		m := attrMap(s.Attributes())
-		if got := m[otelqueue.AttrTriggerSource].AsString(); got != "Secret" {
+		if got := m[semconv.AttrTriggerSource].AsString(); got != "Secret" {
 			t.Errorf("%s trigger source %q, want Secret", s.Name(), got)
 		}
-		if got := m[otelqueue.AttrTrigger].AsString(); got != "update" {
+		if got := m[semconv.AttrTrigger].AsString(); got != "update" {
 			t.Errorf("%s trigger %q, want update", s.Name(), got)
 		}
 	}
-	if got := attrMap(root.Attributes())[otelqueue.AttrWaitReason].AsString(); got != "immediate" {
+	if got := attrMap(root.Attributes())[semconv.AttrWaitReason].AsString(); got != "immediate" {
 		t.Errorf("root wait reason %q, want immediate (the source must not displace it)", got)
 	}
-	if _, ok := attrMap(reconcile.Attributes())[otelqueue.AttrWaitReason]; ok {
+	if _, ok := attrMap(reconcile.Attributes())[semconv.AttrWaitReason]; ok {
 		t.Error("the reconcile span carries the wait reason")
 	}
-	if _, ok := attrMap(queued.Attributes())[otelqueue.AttrTriggerSource]; ok {
+	if _, ok := attrMap(queued.Attributes())[semconv.AttrTriggerSource]; ok {
 		t.Error("the queued span carries the trigger source")
 	}
 	rootB, _, reconcileB := attemptSpans(t, e.sr.Ended(), "b", 1)
 	for _, s := range []sdktrace.ReadOnlySpan{rootB, reconcileB} {
-		if v, ok := attrMap(s.Attributes())[otelqueue.AttrTriggerSource]; ok {
+		if v, ok := attrMap(s.Attributes())[semconv.AttrTriggerSource]; ok {
 			t.Errorf("%s of a plain add carries trigger source %q", s.Name(), v.AsString())
 		}
 	}
@@ -722,15 +724,15 @@ func TestTraceNextRun(t *testing.T) {
 			e.q.Done("a")
 			_, _, reconcile := attemptSpans(t, e.sr.Ended(), "a", 1)
 			a := attrMap(reconcile.Attributes())
-			trigger, ok := a[otelqueue.AttrNextTrigger]
+			trigger, ok := a[semconv.AttrNextTrigger]
 			if tc.none {
 				if ok {
 					t.Errorf("next trigger %v on an attempt whose key is done", trigger)
 				}
 				return
 			}
-			if trigger.AsString() != tc.trigger || a[otelqueue.AttrNextDelay].AsFloat64() != tc.delay {
-				t.Errorf("next %q in %v s, want %q in %v s", trigger.AsString(), a[otelqueue.AttrNextDelay].AsFloat64(), tc.trigger, tc.delay)
+			if trigger.AsString() != tc.trigger || a[semconv.AttrNextDelay].AsFloat64() != tc.delay {
+				t.Errorf("next %q in %v s, want %q in %v s", trigger.AsString(), a[semconv.AttrNextDelay].AsFloat64(), tc.trigger, tc.delay)
 			}
 		})
 	}

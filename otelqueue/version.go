@@ -1,10 +1,8 @@
 package otelqueue
 
-// ScopeName is the instrumentation scope name of the meters and tracers this
-// package creates.
-const ScopeName = "github.com/otelqueue/otelqueue/otelqueue"
+import "github.com/otelqueue/otelqueue/internal/semconv"
 
 // Version is the release version of this module (without the leading v),
 // reported as the instrumentation scope version by the packages of the
-// module. release/release.sh sets it.
-const Version = "0.2.0"
+// module.
+const Version = semconv.Version

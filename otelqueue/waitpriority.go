@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -14,7 +16,7 @@ import (
 // key's run (WithWaitByPriority), and its record options by priority, so
 // that the wait of real changes can be told from that of
 // controller-runtime's initial list and resyncs (handler.LowPriority): the
-// queue's attributes and AttrPriority,
+// queue's attributes and `priority`,
 // for at most MaxPriorities priorities per queue, priority 0 among them,
 // and PriorityOverflow for the rest, as the depth is bounded. A priority
 // is learned at its first record; priority 0, the default, costs no
@@ -38,7 +40,7 @@ func newWaitByPriority(hist metric.Float64Histogram, attrs attribute.Set) *waitB
 }
 
 func (w *waitByPriority) option(priority string) []metric.RecordOption {
-	kvs := append(append(make([]attribute.KeyValue, 0, len(w.base)+1), w.base...), AttrPriority.String(priority))
+	kvs := append(append(make([]attribute.KeyValue, 0, len(w.base)+1), w.base...), semconv.AttrPriority.String(priority))
 	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -40,13 +42,13 @@ func TestQueueWaitByPriority(t *testing.T) {
 		e.q.Done(e.get(t).Key)
 	}
 	rm := e.collect(t)
-	if all := testutil.FindMetric(t, rm, otelqueue.ScopeName, otelqueue.MetricQueueDuration).Data.(metricdata.Histogram[float64]); len(all.DataPoints) != 1 || all.DataPoints[0].Count != 32 {
+	if all := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, semconv.MetricQueueDuration).Data.(metricdata.Histogram[float64]); len(all.DataPoints) != 1 || all.DataPoints[0].Count != 32 {
 		t.Errorf("queue wait: %+v, want one series of all 32 waits", all.DataPoints)
 	}
-	h := testutil.FindMetric(t, rm, otelqueue.ScopeName, otelqueue.MetricQueueDurationByPriority).Data.(metricdata.Histogram[float64])
+	h := testutil.FindMetric(t, rm, semconv.ScopeOtelqueue, semconv.MetricQueueDurationByPriority).Data.(metricdata.Histogram[float64])
 	byPrio := map[string]metricdata.HistogramDataPoint[float64]{}
 	for _, dp := range h.DataPoints {
-		v, _ := dp.Attributes.Value(otelqueue.AttrPriority)
+		v, _ := dp.Attributes.Value(semconv.AttrPriority)
 		byPrio[v.AsString()] = dp
 	}
 	if len(byPrio) != otelqueue.MaxPriorities+1 {
@@ -61,7 +63,7 @@ func TestQueueWaitByPriority(t *testing.T) {
 	if dp := byPrio[otelqueue.PriorityOverflow]; dp.Count != 7 {
 		t.Errorf("overflow: %d waits, want 7 (priorities 24 to 30)", dp.Count)
 	}
-	want := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String(queueName), otelqueue.AttrPriority.String("0"))
+	want := attribute.NewSet(semconv.AttrName.String(queueName), semconv.AttrController.String(queueName), semconv.AttrPriority.String("0"))
 	if got := byPrio["0"].Attributes; !got.Equals(&want) {
 		t.Errorf("attributes %v, want %v", got.Encoded(attribute.DefaultEncoder()), want.Encoded(attribute.DefaultEncoder()))
 	}
@@ -72,8 +74,8 @@ func TestQueueWaitByPriorityOff(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	e.q.AddWithOptions(context.Background(), scheduler.AddOptions{Priority: -100}, "a")
 	e.q.Done(e.getKey(t, "a").Key)
-	for _, name := range testutil.MetricNames(e.collect(t), otelqueue.ScopeName) {
-		if name == otelqueue.MetricQueueDurationByPriority {
+	for _, name := range testutil.MetricNames(e.collect(t), semconv.ScopeOtelqueue) {
+		if name == semconv.MetricQueueDurationByPriority {
 			t.Errorf("%s reported without WithWaitByPriority", name)
 		}
 	}
@@ -101,7 +103,7 @@ func TestQueueWaitByPriorityConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	h := testutil.FindMetric(t, e.collect(t), otelqueue.ScopeName, otelqueue.MetricQueueDurationByPriority).Data.(metricdata.Histogram[float64])
+	h := testutil.FindMetric(t, e.collect(t), semconv.ScopeOtelqueue, semconv.MetricQueueDurationByPriority).Data.(metricdata.Histogram[float64])
 	var n uint64
 	for _, dp := range h.DataPoints {
 		n += dp.Count

@@ -1,6 +1,6 @@
 package otelqueue
 
-// WithWorkers sets the number of workers reported as MetricWorkers for a
+// WithWorkers sets the number of workers reported as `workqueue.workers` for a
 // queue that no Runner works (a Runner reports its own count, which takes
 // precedence). Give the number of goroutines that call Get on the queue,
 // such as controller-runtime's MaxConcurrentReconciles, so that utilization

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -16,10 +18,10 @@ import (
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// workersGauge is the expected MetricWorkers of one queue.
+// workersGauge is the expected `workqueue.workers` of one queue.
 func workersGauge(attrs attribute.Set, n int64) metricdata.Metrics {
 	return metricdata.Metrics{
-		Name: otelqueue.MetricWorkers,
+		Name: semconv.MetricWorkers,
 		Unit: "{worker}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: []metricdata.DataPoint[int64]{{Attributes: attrs, Value: n}},
@@ -27,19 +29,19 @@ func workersGauge(attrs attribute.Set, n int64) metricdata.Metrics {
 	}
 }
 
-// TestMetricsWorkers checks MetricWorkers: absent when unknown, WithWorkers's
+// TestMetricsWorkers checks `workqueue.workers`: absent when unknown, WithWorkers's
 // count without a Runner, the Runner's count (which wins) with one, and the
 // controller attribute like every other metric.
 func TestMetricsWorkers(t *testing.T) {
 	t.Run("unknown", func(t *testing.T) {
 		e := newEnv(t, envConfig{})
-		if names := metricNames(t, e.collect(t)); slices.Contains(names, otelqueue.MetricWorkers) {
-			t.Errorf("metrics %q: no worker count is known, want no %s", names, otelqueue.MetricWorkers)
+		if names := metricNames(t, e.collect(t)); slices.Contains(names, semconv.MetricWorkers) {
+			t.Errorf("metrics %q: no worker count is known, want no %s", names, semconv.MetricWorkers)
 		}
 	})
 	t.Run("WithWorkers", func(t *testing.T) {
 		e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithWorkers(4), otelqueue.WithControllerName("orders-controller")}})
-		attrs := attribute.NewSet(otelqueue.AttrName.String(queueName), otelqueue.AttrController.String("orders-controller"))
+		attrs := attribute.NewSet(semconv.AttrName.String(queueName), semconv.AttrController.String("orders-controller"))
 		assertMetrics(t, e.collect(t), noTime, workersGauge(attrs, 4))
 	})
 	t.Run("Runner wins", func(t *testing.T) {

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/otelqueue/otelqueue/internal/nilcheck"
 	dto "github.com/prometheus/client_model/go"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
-	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // NativeSuffix ends the name of the second stream NativeHistograms adds to
@@ -82,7 +82,7 @@ func NativeHistograms(maxSize int32) []sdkmetric.View {
 	}
 	agg := sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: maxSize, MaxScale: nativeMaxScale}
 	views := make([]sdkmetric.View, 0, 4)
-	for _, name := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+	for _, name := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
 		match := sdkmetric.Instrument{Name: name, Scope: instrumentationScope()}
 		views = append(views,
 			sdkmetric.NewView(match, sdkmetric.Stream{}),

@@ -1,10 +1,9 @@
 package otelqueuesdk
 
 import (
+	"github.com/otelqueue/otelqueue/internal/semconv"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
-	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // ExponentialHistograms returns views that aggregate otelqueue's queue-wait
@@ -18,7 +17,7 @@ func ExponentialHistograms(maxSize int32) []sdkmetric.View {
 	}
 	agg := sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: maxSize, MaxScale: 20}
 	views := make([]sdkmetric.View, 0, 2)
-	for _, name := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+	for _, name := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
 		views = append(views, sdkmetric.NewView(
 			sdkmetric.Instrument{Name: name, Scope: instrumentationScope()},
 			sdkmetric.Stream{Aggregation: agg},
@@ -28,5 +27,5 @@ func ExponentialHistograms(maxSize int32) []sdkmetric.View {
 }
 
 func instrumentationScope() instrumentation.Scope {
-	return instrumentation.Scope{Name: otelqueue.ScopeName}
+	return instrumentation.Scope{Name: semconv.ScopeOtelqueue}
 }

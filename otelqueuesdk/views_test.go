@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -83,7 +85,7 @@ func TestExponentialHistograms(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	q, fc, mp := viewEnv(t, 0, reader)
 	// Another scope's histogram of the same name is not matched.
-	other, err := mp.Meter("someone/else").Float64Histogram(otelqueue.MetricQueueDuration)
+	other, err := mp.Meter("someone/else").Float64Histogram(semconv.MetricQueueDuration)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,17 +94,17 @@ func TestExponentialHistograms(t *testing.T) {
 	process(q, fc, "a", 3*time.Second, time.Second)
 	process(q, fc, "b", 0, 250*time.Millisecond)
 	ms := collect(t, reader)
-	attrs := attribute.NewSet(otelqueue.AttrName.String("orders"), otelqueue.AttrController.String("orders"))
+	attrs := attribute.NewSet(semconv.AttrName.String("orders"), semconv.AttrController.String("orders"))
 	for name, want := range map[string]struct {
 		count    uint64
 		zero     uint64
 		sum      float64
 		min, max float64
 	}{
-		otelqueue.MetricQueueDuration: {2, 1, 3, 0, 3},
-		otelqueue.MetricWorkDuration:  {2, 0, 1.25, 0.25, 1},
+		semconv.MetricQueueDuration: {2, 1, 3, 0, 3},
+		semconv.MetricWorkDuration:  {2, 0, 1.25, 0.25, 1},
 	} {
-		m := ms[otelqueue.ScopeName+" "+name]
+		m := ms[semconv.ScopeOtelqueue+" "+name]
 		if m.Unit != "s" {
 			t.Errorf("%s unit %q", name, m.Unit)
 		}
@@ -126,10 +128,10 @@ func TestExponentialHistograms(t *testing.T) {
 			t.Errorf("%s buckets hold %d, count %d", name, got, dp.Count)
 		}
 	}
-	if _, ok := ms[otelqueue.ScopeName+" "+otelqueue.MetricDepth].Data.(metricdata.Sum[int64]); !ok {
+	if _, ok := ms[semconv.ScopeOtelqueue+" "+semconv.MetricDepth].Data.(metricdata.Sum[int64]); !ok {
 		t.Error("the views changed workqueue.depth")
 	}
-	if _, ok := ms["someone/else "+otelqueue.MetricQueueDuration].Data.(metricdata.Histogram[float64]); !ok {
+	if _, ok := ms["someone/else "+semconv.MetricQueueDuration].Data.(metricdata.Histogram[float64]); !ok {
 		t.Error("the views matched another scope's histogram")
 	}
 }
@@ -142,7 +144,7 @@ func TestExponentialHistogramsMaxSize(t *testing.T) {
 	for i, wait := range []time.Duration{time.Millisecond, time.Second, 1000 * time.Second} {
 		process(q, fc, string(rune('a'+i)), wait, 0)
 	}
-	dp := expPoint(t, collect(t, reader)[otelqueue.ScopeName+" "+otelqueue.MetricQueueDuration])
+	dp := expPoint(t, collect(t, reader)[semconv.ScopeOtelqueue+" "+semconv.MetricQueueDuration])
 	if n := len(dp.PositiveBucket.Counts); n > 4 {
 		t.Errorf("%d buckets, want at most 4", n)
 	}

@@ -54,7 +54,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithCachedObjects reports the number of objects in the controller's
-// informer caches, which only the program knows, as MetricCacheObjects:
+// informer caches, which only the program knows, as `otelqueue.cache.objects`:
 // objects returns it, at every collection, from any goroutine. A cache's
 // memory is most of a controller's heap, so it is what sizes the pod's
 // memory. Without the option the metric is not reported; a nil objects is

@@ -8,64 +8,14 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
-
-// Metric instrument names. The first three are the OpenTelemetry semantic
-// conventions' (process and Go runtime metrics); the others are
-// otelqueue's. The names the Prometheus exporter gives them are in the
-// package documentation.
-const (
-	// MetricProcessCPUTime is the process's CPU time in seconds by
-	// AttrCPUMode: "user" and "system" (Sample.User, Sample.System). Not
-	// reported where the CPU time is unknown.
-	MetricProcessCPUTime = "process.cpu.time"
-	// MetricGoProcessorLimit is GOMAXPROCS.
-	MetricGoProcessorLimit = "go.processor.limit"
-	// MetricGoMemoryUsed is the memory the Go runtime has mapped and not
-	// released (Sample.MemoryUsed). The semantic conventions split it by
-	// go.memory.type ("stack" and "other"); this is one series without
-	// attributes that holds the total.
-	MetricGoMemoryUsed = "go.memory.used"
-	// MetricMemoryNeeded is the most memory the Go runtime will hold
-	// before its next collection (Sample.MemoryNeeded): the top of the
-	// sawtooth go.memory.used samples at random points of, which the
-	// recording rules' memory request holds the peak of.
-	MetricMemoryNeeded = "otelqueue.memory.needed"
-	// MetricCPULimit is the cgroup's CPU quota in cores
-	// (CgroupCPU.Limit); reported only when a quota is in force.
-	MetricCPULimit = "otelqueue.cpu.limit"
-	// MetricCPUPeriods is the number of the quota's enforcement periods in
-	// which the cgroup ran (CgroupCPU.Periods); reported only when a quota
-	// is in force and cpu.stat could be read, as are the next two.
-	MetricCPUPeriods = "otelqueue.cpu.periods"
-	// MetricCPUThrottledPeriods is the number of those periods in which
-	// the cgroup used up its quota and was stopped
-	// (CgroupCPU.ThrottledPeriods).
-	MetricCPUThrottledPeriods = "otelqueue.cpu.throttled_periods"
-	// MetricCPUThrottledTime is how long in seconds the cgroup's threads
-	// were stopped (CgroupCPU.ThrottledTime).
-	MetricCPUThrottledTime = "otelqueue.cpu.throttled_time"
-	// MetricCPURunDelay is how long in seconds the process's threads waited
-	// on the node's run queues for a CPU (Sample.RunDelay); reported where
-	// it is read (Linux).
-	MetricCPURunDelay = "otelqueue.cpu.run_delay"
-	// MetricCPUGCIdle is the CPU seconds of the garbage collector's
-	// idle-priority marking (Sample.GCIdle), part of process.cpu.time.
-	MetricCPUGCIdle = "otelqueue.cpu.gc_idle"
-	// MetricCPUCount is the CPUs the process may run on (NumCPU).
-	MetricCPUCount = "otelqueue.cpu.count"
-	// MetricCacheObjects is the number of objects in the controller's
-	// informer caches, from WithCachedObjects; not reported without it.
-	MetricCacheObjects = "otelqueue.cache.objects"
-)
-
-// AttrCPUMode is the semantic conventions' attribute of MetricProcessCPUTime.
-const AttrCPUMode = attribute.Key("cpu.mode")
 
 // ErrInstrumented is the error of Instrument on a MeterProvider that has a
 // live Instrumentation already (errors.Is).
@@ -86,8 +36,8 @@ var live = struct {
 }{m: map[any]*Instrumentation{}}
 
 var (
-	userMode   = metric.WithAttributeSet(attribute.NewSet(AttrCPUMode.String("user")))
-	systemMode = metric.WithAttributeSet(attribute.NewSet(AttrCPUMode.String("system")))
+	userMode   = metric.WithAttributeSet(attribute.NewSet(semconv.AttrCPUMode.String("user")))
+	systemMode = metric.WithAttributeSet(attribute.NewSet(semconv.AttrCPUMode.String("system")))
 )
 
 // Instrument reports the process's CPU time, GOMAXPROCS, memory, cgroup
@@ -170,7 +120,7 @@ type instruments struct {
 // to otel.Handle. The Registration is nil when the callback could not be
 // registered.
 func register(c *config) metric.Registration {
-	m := c.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	m := c.meterProvider.Meter(semconv.ScopeProcstat, metric.WithInstrumentationVersion(semconv.Version))
 	var in instruments
 	var observables []metric.Observable
 	// made keeps an instrument for the callback; one that could not be
@@ -187,63 +137,63 @@ func register(c *config) metric.Registration {
 		return true
 	}
 	var err error
-	in.cpuTime, err = m.Float64ObservableCounter(MetricProcessCPUTime, metric.WithUnit("s"),
+	in.cpuTime, err = m.Float64ObservableCounter(semconv.MetricProcessCPUTime, metric.WithUnit("s"),
 		metric.WithDescription("Total CPU seconds broken down by different CPU modes."))
 	if !made(in.cpuTime, err) {
 		in.cpuTime = nil
 	}
-	in.processorLimit, err = m.Int64ObservableUpDownCounter(MetricGoProcessorLimit, metric.WithUnit("{thread}"),
+	in.processorLimit, err = m.Int64ObservableUpDownCounter(semconv.MetricGoProcessorLimit, metric.WithUnit("{thread}"),
 		metric.WithDescription("The number of OS threads that can execute user-level Go code simultaneously."))
 	if !made(in.processorLimit, err) {
 		in.processorLimit = nil
 	}
-	in.memoryUsed, err = m.Int64ObservableUpDownCounter(MetricGoMemoryUsed, metric.WithUnit("By"),
+	in.memoryUsed, err = m.Int64ObservableUpDownCounter(semconv.MetricGoMemoryUsed, metric.WithUnit("By"),
 		metric.WithDescription("Memory used by the Go runtime."))
 	if !made(in.memoryUsed, err) {
 		in.memoryUsed = nil
 	}
-	in.memoryNeeded, err = m.Int64ObservableGauge(MetricMemoryNeeded, metric.WithUnit("By"),
+	in.memoryNeeded, err = m.Int64ObservableGauge(semconv.MetricMemoryNeeded, metric.WithUnit("By"),
 		metric.WithDescription("The most memory the Go runtime will hold before its next garbage collection."))
 	if !made(in.memoryNeeded, err) {
 		in.memoryNeeded = nil
 	}
-	in.runDelay, err = m.Float64ObservableCounter(MetricCPURunDelay, metric.WithUnit("s"),
+	in.runDelay, err = m.Float64ObservableCounter(semconv.MetricCPURunDelay, metric.WithUnit("s"),
 		metric.WithDescription("Total time the process's threads waited on the node's run queues for a CPU."))
 	if !made(in.runDelay, err) {
 		in.runDelay = nil
 	}
-	in.gcIdle, err = m.Float64ObservableCounter(MetricCPUGCIdle, metric.WithUnit("s"),
+	in.gcIdle, err = m.Float64ObservableCounter(semconv.MetricCPUGCIdle, metric.WithUnit("s"),
 		metric.WithDescription("Total CPU time of the garbage collector's idle-priority marking, on processors with nothing else to run."))
 	if !made(in.gcIdle, err) {
 		in.gcIdle = nil
 	}
-	in.cpuCount, err = m.Int64ObservableGauge(MetricCPUCount, metric.WithUnit("{cpu}"),
+	in.cpuCount, err = m.Int64ObservableGauge(semconv.MetricCPUCount, metric.WithUnit("{cpu}"),
 		metric.WithDescription("The CPUs the process may run on."))
 	if !made(in.cpuCount, err) {
 		in.cpuCount = nil
 	}
-	in.cpuLimit, err = m.Float64ObservableGauge(MetricCPULimit, metric.WithUnit("{cpu}"),
+	in.cpuLimit, err = m.Float64ObservableGauge(semconv.MetricCPULimit, metric.WithUnit("{cpu}"),
 		metric.WithDescription("CPU cores the cgroup's quota allows the process on average (quota/period), when a quota is set."))
 	if !made(in.cpuLimit, err) {
 		in.cpuLimit = nil
 	}
-	in.periods, err = m.Int64ObservableCounter(MetricCPUPeriods, metric.WithUnit("{period}"),
+	in.periods, err = m.Int64ObservableCounter(semconv.MetricCPUPeriods, metric.WithUnit("{period}"),
 		metric.WithDescription("Enforcement periods of the cgroup's CPU quota in which the cgroup ran."))
 	if !made(in.periods, err) {
 		in.periods = nil
 	}
-	in.throttledPeriods, err = m.Int64ObservableCounter(MetricCPUThrottledPeriods, metric.WithUnit("{period}"),
+	in.throttledPeriods, err = m.Int64ObservableCounter(semconv.MetricCPUThrottledPeriods, metric.WithUnit("{period}"),
 		metric.WithDescription("Enforcement periods in which the cgroup used up its CPU quota and was throttled."))
 	if !made(in.throttledPeriods, err) {
 		in.throttledPeriods = nil
 	}
-	in.throttledTime, err = m.Float64ObservableCounter(MetricCPUThrottledTime, metric.WithUnit("s"),
+	in.throttledTime, err = m.Float64ObservableCounter(semconv.MetricCPUThrottledTime, metric.WithUnit("s"),
 		metric.WithDescription("Total time the cgroup's threads were throttled by its CPU quota."))
 	if !made(in.throttledTime, err) {
 		in.throttledTime = nil
 	}
 	if c.cachedObjects != nil {
-		in.cacheObjects, err = m.Int64ObservableGauge(MetricCacheObjects, metric.WithUnit("{object}"),
+		in.cacheObjects, err = m.Int64ObservableGauge(semconv.MetricCacheObjects, metric.WithUnit("{object}"),
 			metric.WithDescription("Objects in the controller's informer caches."))
 		if !made(in.cacheObjects, err) {
 			in.cacheObjects = nil

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -66,10 +68,10 @@ func instrument(t *testing.T, opts ...procstat.Option) *procstat.Instrumentation
 // scope's version.
 func names(t *testing.T, rm metricdata.ResourceMetrics) []string {
 	t.Helper()
-	if _, version, ok := testutil.ScopeMetrics(rm, procstat.ScopeName); ok && version != procstat.Version {
-		t.Errorf("scope version = %q, want %q", version, procstat.Version)
+	if _, version, ok := testutil.ScopeMetrics(rm, semconv.ScopeProcstat); ok && version != semconv.Version {
+		t.Errorf("scope version = %q, want %q", version, semconv.Version)
 	}
-	return slices.Sorted(slices.Values(testutil.MetricNames(rm, procstat.ScopeName)))
+	return slices.Sorted(slices.Values(testutil.MetricNames(rm, semconv.ScopeProcstat)))
 }
 
 func assertNames(t *testing.T, rm metricdata.ResourceMetrics, want ...string) {
@@ -98,7 +100,7 @@ func floatSum(name, unit string, points ...metricdata.DataPoint[float64]) metric
 // description is prose: only its presence is checked.
 func assertMetric(t *testing.T, rm metricdata.ResourceMetrics, want metricdata.Metrics, opts ...metricdatatest.Option) {
 	t.Helper()
-	got := testutil.FindMetric(t, rm, procstat.ScopeName, want.Name)
+	got := testutil.FindMetric(t, rm, semconv.ScopeProcstat, want.Name)
 	if got.Description == "" {
 		t.Errorf("metric %q has no description", want.Name)
 	}
@@ -113,23 +115,23 @@ func TestInstrument(t *testing.T) {
 		procstat.WithCachedObjects(func() int64 { return 4200 }))
 	rm := testutil.Collect(t, reader)
 	assertNames(t, rm,
-		procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount,
-		procstat.MetricCPULimit, procstat.MetricCPUPeriods, procstat.MetricCPUThrottledPeriods,
-		procstat.MetricCPUThrottledTime, procstat.MetricCacheObjects)
+		semconv.MetricProcessCPUTime, semconv.MetricGoProcessorLimit, semconv.MetricGoMemoryUsed, semconv.MetricMemoryNeeded, semconv.MetricCPUGCIdle, semconv.MetricCPUCount,
+		semconv.MetricCPULimit, semconv.MetricCPUPeriods, semconv.MetricCPUThrottledPeriods,
+		semconv.MetricCPUThrottledTime, semconv.MetricCacheObjects)
 
-	cpuTime := floatSum(procstat.MetricProcessCPUTime, "s",
+	cpuTime := floatSum(semconv.MetricProcessCPUTime, "s",
 		metricdata.DataPoint[float64]{Attributes: attribute.NewSet(attribute.String("cpu.mode", "user"))},
 		metricdata.DataPoint[float64]{Attributes: attribute.NewSet(attribute.String("cpu.mode", "system"))})
 	assertMetric(t, rm, cpuTime, metricdatatest.IgnoreValue())
-	assertMetric(t, rm, intSum(procstat.MetricGoProcessorLimit, "{thread}", false, int64(runtime.GOMAXPROCS(0))))
-	assertMetric(t, rm, intSum(procstat.MetricGoMemoryUsed, "By", false, 0), metricdatatest.IgnoreValue())
-	assertMetric(t, rm, metricdata.Metrics{Name: procstat.MetricCPULimit, Unit: "{cpu}", Data: metricdata.Gauge[float64]{
+	assertMetric(t, rm, intSum(semconv.MetricGoProcessorLimit, "{thread}", false, int64(runtime.GOMAXPROCS(0))))
+	assertMetric(t, rm, intSum(semconv.MetricGoMemoryUsed, "By", false, 0), metricdatatest.IgnoreValue())
+	assertMetric(t, rm, metricdata.Metrics{Name: semconv.MetricCPULimit, Unit: "{cpu}", Data: metricdata.Gauge[float64]{
 		DataPoints: []metricdata.DataPoint[float64]{{Value: 0.5}},
 	}})
-	assertMetric(t, rm, intSum(procstat.MetricCPUPeriods, "{period}", true, 120))
-	assertMetric(t, rm, intSum(procstat.MetricCPUThrottledPeriods, "{period}", true, 90))
-	assertMetric(t, rm, floatSum(procstat.MetricCPUThrottledTime, "s", metricdata.DataPoint[float64]{Value: 4.5}))
-	assertMetric(t, rm, metricdata.Metrics{Name: procstat.MetricCacheObjects, Unit: "{object}", Data: metricdata.Gauge[int64]{
+	assertMetric(t, rm, intSum(semconv.MetricCPUPeriods, "{period}", true, 120))
+	assertMetric(t, rm, intSum(semconv.MetricCPUThrottledPeriods, "{period}", true, 90))
+	assertMetric(t, rm, floatSum(semconv.MetricCPUThrottledTime, "s", metricdata.DataPoint[float64]{Value: 4.5}))
+	assertMetric(t, rm, metricdata.Metrics{Name: semconv.MetricCacheObjects, Unit: "{object}", Data: metricdata.Gauge[int64]{
 		DataPoints: []metricdata.DataPoint[int64]{{Value: 4200}},
 	}})
 
@@ -138,7 +140,7 @@ func TestInstrument(t *testing.T) {
 	busy(1, 20*time.Millisecond)
 	s := procstat.Read()
 	rm = testutil.Collect(t, reader)
-	m := testutil.FindMetric(t, rm, procstat.ScopeName, procstat.MetricProcessCPUTime)
+	m := testutil.FindMetric(t, rm, semconv.ScopeProcstat, semconv.MetricProcessCPUTime)
 	var cpu float64
 	for _, p := range m.Data.(metricdata.Sum[float64]).DataPoints {
 		cpu += p.Value
@@ -146,14 +148,14 @@ func TestInstrument(t *testing.T) {
 	if want := (s.User + s.System).Seconds(); cpu < want {
 		t.Errorf("process.cpu.time adds up to %vs, less than the %vs read before", cpu, want)
 	}
-	m = testutil.FindMetric(t, rm, procstat.ScopeName, procstat.MetricGoMemoryUsed)
+	m = testutil.FindMetric(t, rm, semconv.ScopeProcstat, semconv.MetricGoMemoryUsed)
 	used := m.Data.(metricdata.Sum[int64]).DataPoints[0].Value
 	if used <= 0 {
 		t.Errorf("go.memory.used = %d", used)
 	}
 	// The memory needed is at least what is used (both read in one
 	// callback, from one Sample).
-	m = testutil.FindMetric(t, rm, procstat.ScopeName, procstat.MetricMemoryNeeded)
+	m = testutil.FindMetric(t, rm, semconv.ScopeProcstat, semconv.MetricMemoryNeeded)
 	if v := m.Data.(metricdata.Gauge[int64]).DataPoints[0].Value; v < used {
 		t.Errorf("otelqueue.memory.needed = %d, under go.memory.used %d", v, used)
 	}
@@ -170,7 +172,7 @@ func TestInstrumentWithoutQuota(t *testing.T) {
 			mp, reader := newProvider(t)
 			instrument(t, procstat.WithMeterProvider(mp), procstat.WithReader(r))
 			assertNames(t, testutil.Collect(t, reader),
-				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount)
+				semconv.MetricProcessCPUTime, semconv.MetricGoProcessorLimit, semconv.MetricGoMemoryUsed, semconv.MetricMemoryNeeded, semconv.MetricCPUGCIdle, semconv.MetricCPUCount)
 		})
 	}
 }
@@ -280,9 +282,9 @@ func TestInstrumentConcurrently(t *testing.T) {
 				if err := reader.Collect(context.Background(), &rm); err != nil {
 					t.Error(err)
 				}
-				metrics, _, _ := testutil.ScopeMetrics(rm, procstat.ScopeName)
+				metrics, _, _ := testutil.ScopeMetrics(rm, semconv.ScopeProcstat)
 				for _, m := range metrics {
-					if m.Name != procstat.MetricProcessCPUTime && dataPoints(m) != 1 {
+					if m.Name != semconv.MetricProcessCPUTime && dataPoints(m) != 1 {
 						t.Errorf("%s has %d points", m.Name, dataPoints(m))
 					}
 				}
@@ -346,7 +348,7 @@ func (m failingMeter) Float64ObservableGauge(name string, opts ...metric.Float64
 // refuses a callback registration that holds a foreign instrument, such as
 // a no-op stand-in: that would lose them all).
 func TestInstrumentCreationError(t *testing.T) {
-	for _, fail := range []string{procstat.MetricGoProcessorLimit, procstat.MetricCPULimit} {
+	for _, fail := range []string{semconv.MetricGoProcessorLimit, semconv.MetricCPULimit} {
 		t.Run(fail, func(t *testing.T) {
 			testutil.NoOTelErrors(t)
 			mp, reader := newProvider(t)
@@ -355,8 +357,8 @@ func TestInstrumentCreationError(t *testing.T) {
 				t.Errorf("otel.Handle got %v, want the instrument's error", errs)
 			}
 			want := []string{
-				procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed, procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount,
-				procstat.MetricCPULimit, procstat.MetricCPUPeriods, procstat.MetricCPUThrottledPeriods, procstat.MetricCPUThrottledTime,
+				semconv.MetricProcessCPUTime, semconv.MetricGoProcessorLimit, semconv.MetricGoMemoryUsed, semconv.MetricMemoryNeeded, semconv.MetricCPUGCIdle, semconv.MetricCPUCount,
+				semconv.MetricCPULimit, semconv.MetricCPUPeriods, semconv.MetricCPUThrottledPeriods, semconv.MetricCPUThrottledTime,
 			}
 			assertNames(t, testutil.Collect(t, reader), slices.DeleteFunc(want, func(n string) bool { return n == fail })...)
 		})
@@ -366,10 +368,10 @@ func TestInstrumentCreationError(t *testing.T) {
 // realNames are the metrics of the process read as it is, without a quota
 // (the test machine's): the run delay where Linux's schedstat has it.
 func realNames() []string {
-	names := []string{procstat.MetricProcessCPUTime, procstat.MetricGoProcessorLimit, procstat.MetricGoMemoryUsed,
-		procstat.MetricMemoryNeeded, procstat.MetricCPUGCIdle, procstat.MetricCPUCount}
+	names := []string{semconv.MetricProcessCPUTime, semconv.MetricGoProcessorLimit, semconv.MetricGoMemoryUsed,
+		semconv.MetricMemoryNeeded, semconv.MetricCPUGCIdle, semconv.MetricCPUCount}
 	if procstat.Read().RunDelayKnown {
-		names = append(names, procstat.MetricCPURunDelay)
+		names = append(names, semconv.MetricCPURunDelay)
 	}
 	return names
 }

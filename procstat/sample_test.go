@@ -2,9 +2,6 @@ package procstat_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -137,30 +134,6 @@ func TestReadConcurrently(t *testing.T) {
 				t.Fatal("negative duration")
 			}
 		}
-	}
-}
-
-// TestVersionIsOtelqueues checks that Version is otelqueue.Version, read
-// from otelqueue/version.go as release/release.sh writes it (package
-// otelqueue imports this one: the test cannot import it).
-func TestVersionIsOtelqueues(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "otelqueue", "version.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^const Version = "([^"]*)"$`).FindSubmatch(data)
-	if m == nil {
-		t.Fatal(`otelqueue/version.go has no line 'const Version = "..."'`)
-	}
-	if string(m[1]) != procstat.Version {
-		t.Errorf("procstat.Version = %q, otelqueue.Version = %q: release/release.sh must set both", procstat.Version, m[1])
-	}
-	data, err = os.ReadFile("version.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`(?m)^const Version = "` + regexp.QuoteMeta(procstat.Version) + `"$`).Match(data) {
-		t.Error(`procstat/version.go has no line 'const Version = "..."' for release/release.sh to rewrite`)
 	}
 }
 

@@ -3,7 +3,7 @@
 # (make release VERSION=vX.Y.Z). See docs/releasing.md.
 #
 # It checks the version, a clean tree and that the tags do not exist yet;
-# sets the version in otelqueue/version.go, procstat/version.go and in every go.mod that requires
+# sets the version in internal/semconv/version.go and in every go.mod that requires
 # a published module; runs the release tests (the consumer test go gets the
 # modules at that version from a file-based proxy and runs a client-go and a
 # controller-runtime controller against them); and prints the commands that
@@ -49,9 +49,9 @@ for t in "${tags[@]}"; do
 	fi
 done
 
-# The instrumentation scope versions (procstat's test checks that the two
-# agree).
-for f in otelqueue/version.go procstat/version.go; do
+# The version, in its one place (otelqueue.Version and every instrumentation
+# scope's version are that constant).
+for f in internal/semconv/version.go; do
 	echo "== $f: ${version#v}"
 	sed -i.bak -E 's/^const Version = "[^"]*"$/const Version = "'"${version#v}"'"/' "$f"
 	rm -f "$f.bak"

@@ -18,7 +18,7 @@ func repoRoot(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "otelqueue", "version.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "semconv", "version.go")); err != nil {
 		t.Fatalf("the repository root %s is not where this test expects it: %v", root, err)
 	}
 	return root

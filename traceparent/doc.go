@@ -10,7 +10,7 @@
 // scheduler's context-aware adds, and the attempt's trace then links to the
 // writer's span. The annotation is untrusted input: anyone who may write the
 // object may write it. A Reader ignores and counts values it cannot use
-// ([MetricInvalid]), and by default clears their sampled flag so that a
+// (`workqueue.traceparent.invalid`), and by default clears their sampled flag so that a
 // writer cannot force sampling ([Trust] keeps it).
 //
 // Package controllerruntime's handlers and ObjectLinkSource use a Reader;

@@ -59,7 +59,7 @@ func WithPropagators(p propagation.TextMapPropagator) Option {
 }
 
 // WithMeterProvider sets the MeterProvider through which a Reader counts
-// invalid annotations (MetricInvalid); the global one by default, and when
+// invalid annotations (`workqueue.traceparent.invalid`); the global one by default, and when
 // mp is nil (a typed nil is reported to otel.Handle).
 func WithMeterProvider(mp metric.MeterProvider) ReaderOption {
 	return readerOptionFunc(func(c *readerConfig) { c.meterProvider = mp })

@@ -2,8 +2,10 @@ package traceparent
 
 import (
 	"context"
-	"github.com/otelqueue/otelqueue/internal/nilcheck"
 	"sync/atomic"
+
+	"github.com/otelqueue/otelqueue/internal/nilcheck"
+	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
@@ -14,18 +16,9 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
-// ScopeName is the instrumentation scope name of the meter a Reader
-// creates; its version is otelqueue.Version.
-const ScopeName = "github.com/otelqueue/otelqueue/traceparent"
-
 // MaxLen bounds the annotation values that are parsed at all. A version-00
 // traceparent is 55 characters; later versions may append fields.
 const MaxLen = 256
-
-// MetricInvalid counts annotation values that were present but could not be
-// used (workqueue_traceparent_invalid_total through the Prometheus
-// exporter).
-const MetricInvalid = "workqueue.traceparent.invalid"
 
 // Reader reads Annotation (or the keys of WithAnnotations) from objects on
 // enqueue. Values that are too long
@@ -38,11 +31,11 @@ type Reader struct {
 	props   propagation.TextMapPropagator
 	trust   bool
 	invalid atomic.Uint64
-	counter metric.Int64Counter // MetricInvalid
+	counter metric.Int64Counter // `workqueue.traceparent.invalid`
 }
 
 // NewReader returns a Reader. It counts invalid annotations as
-// MetricInvalid through the MeterProvider (see WithMeterProvider); errors
+// `workqueue.traceparent.invalid` through the MeterProvider (see WithMeterProvider); errors
 // creating that instrument go to otel.Handle.
 func NewReader(opts ...ReaderOption) *Reader {
 	var c readerConfig
@@ -71,14 +64,14 @@ func NewReader(opts ...ReaderOption) *Reader {
 	}
 	// A synchronous counter, so that the readers of one process (one per
 	// handler, say) add up in the one series rather than overwrite it.
-	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(otelqueue.Version))
+	m := mp.Meter(semconv.ScopeTraceparent, metric.WithInstrumentationVersion(otelqueue.Version))
 	var err error
-	r.counter, err = m.Int64Counter(MetricInvalid,
+	r.counter, err = m.Int64Counter(semconv.MetricTraceparentInvalid,
 		metric.WithUnit("{annotation}"),
 		metric.WithDescription("Object traceparent annotations that were ignored because they were too long or malformed."))
 	if err != nil {
 		otel.Handle(err)
-		r.counter, _ = noop.Meter{}.Int64Counter(MetricInvalid)
+		r.counter, _ = noop.Meter{}.Int64Counter(semconv.MetricTraceparentInvalid)
 	}
 	return r
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -23,16 +25,16 @@ func annotated(v string) *metav1.ObjectMeta {
 	return &metav1.ObjectMeta{Annotations: map[string]string{traceparent.Annotation: v}}
 }
 
-// invalid returns the value of MetricInvalid collected from reader, and
+// invalid returns the value of `workqueue.traceparent.invalid` collected from reader, and
 // checks its scope.
 func invalid(t *testing.T, reader sdkmetric.Reader) int64 {
 	t.Helper()
 	rm := testutil.Collect(t, reader)
-	_, version, _ := testutil.ScopeMetrics(rm, traceparent.ScopeName)
+	_, version, _ := testutil.ScopeMetrics(rm, semconv.ScopeTraceparent)
 	if version != otelqueue.Version {
 		t.Errorf("scope version %q, want %q", version, otelqueue.Version)
 	}
-	m := testutil.FindMetric(t, rm, traceparent.ScopeName, traceparent.MetricInvalid)
+	m := testutil.FindMetric(t, rm, semconv.ScopeTraceparent, semconv.MetricTraceparentInvalid)
 	if m.Unit != "{annotation}" {
 		t.Errorf("%s unit %q, want {annotation}", m.Name, m.Unit)
 	}
@@ -87,7 +89,7 @@ func TestReader(t *testing.T) {
 		t.Errorf("Invalid() = %d, want 4", n)
 	}
 	if n := invalid(t, reader); n != 4 {
-		t.Errorf("%s = %d, want 4", traceparent.MetricInvalid, n)
+		t.Errorf("%s = %d, want 4", semconv.MetricTraceparentInvalid, n)
 	}
 
 	// A second reader on the same MeterProvider (one per handler, say)
@@ -95,7 +97,7 @@ func TestReader(t *testing.T) {
 	r2 := traceparent.NewReader(traceContext, traceparent.WithMeterProvider(mp))
 	r2.SpanContext(annotated("not a traceparent either"))
 	if n := invalid(t, reader); n != 5 {
-		t.Errorf("%s = %d after a second reader's, want 5", traceparent.MetricInvalid, n)
+		t.Errorf("%s = %d after a second reader's, want 5", semconv.MetricTraceparentInvalid, n)
 	}
 
 	// ContextWith: the annotation's context for AddContext, or ctx itself.
@@ -152,7 +154,7 @@ func TestReaderConcurrent(t *testing.T) {
 		t.Errorf("Invalid() = %d, want 800", n)
 	}
 	if n := invalid(t, reader); n != 800 {
-		t.Errorf("%s = %d, want 800", traceparent.MetricInvalid, n)
+		t.Errorf("%s = %d, want 800", semconv.MetricTraceparentInvalid, n)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -149,17 +151,17 @@ func TestControllerOnFakeCluster(t *testing.T) {
 					linkedToWrite++
 				}
 				for _, a := range l.Attributes {
-					if a.Key == otelqueue.AttrLinkKind && a.Value.AsString() == "previous_attempt" {
+					if a.Key == semconv.AttrLinkKind && a.Value.AsString() == "previous_attempt" {
 						retries++
 					}
 				}
 			}
-		case otelqueue.SpanReconcile:
+		case semconv.SpanReconcile:
 			if s.Status().Code == codes.Error {
 				failed++
 			}
 		case "simulated work":
-			if p, ok := byID[s.Parent().SpanID().String()]; ok && p.Name() == otelqueue.SpanReconcile {
+			if p, ok := byID[s.Parent().SpanID().String()]; ok && p.Name() == semconv.SpanReconcile {
 				workUnderReconcile++
 			}
 		}
@@ -174,7 +176,7 @@ func TestControllerOnFakeCluster(t *testing.T) {
 		t.Errorf("with -error-rate 0.3: %d failed reconcile spans, %d retry links; want both", failed, retries)
 	}
 	if workUnderReconcile == 0 {
-		t.Errorf("the reconciler's span is never a child of %q", otelqueue.SpanReconcile)
+		t.Errorf("the reconciler's span is never a child of %q", semconv.SpanReconcile)
 	}
 
 	var exemplars, adds int64
@@ -182,13 +184,13 @@ func TestControllerOnFakeCluster(t *testing.T) {
 		for _, m := range sm.Metrics {
 			switch d := m.Data.(type) {
 			case metricdata.Histogram[float64]:
-				if m.Name == otelqueue.MetricQueueDuration {
+				if m.Name == semconv.MetricQueueDuration {
 					for _, dp := range d.DataPoints {
 						exemplars += int64(len(dp.Exemplars))
 					}
 				}
 			case metricdata.Sum[int64]:
-				if m.Name == otelqueue.MetricAdds {
+				if m.Name == semconv.MetricAdds {
 					for _, dp := range d.DataPoints {
 						adds += dp.Value
 					}

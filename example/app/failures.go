@@ -92,7 +92,7 @@ func (h *failureLog) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if suppressed > 0 {
 		r = r.Clone()
-		r.AddAttrs(slog.Int(otelqueue.LogSuppressed, suppressed))
+		r.AddAttrs(slog.Int("suppressed", suppressed)) // the Runner's key for the same count
 	}
 	return h.next.Handle(ctx, r)
 }

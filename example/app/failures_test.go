@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/otelqueue/otelqueue/example/internal/exampletest"
@@ -73,7 +75,7 @@ func TestFailureLog(t *testing.T) {
 	ok, suppressed := len(next.rs) == 1, int64(0)
 	if ok {
 		next.rs[0].Attrs(func(a slog.Attr) bool {
-			if a.Key == otelqueue.LogSuppressed {
+			if a.Key == semconv.LogSuppressed {
 				suppressed = a.Value.Int64()
 			}
 			return true

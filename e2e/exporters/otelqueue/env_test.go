@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
@@ -177,7 +179,7 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 	t.Helper()
 	for _, s := range testutil.SpansNamed(spans, "process "+queueName) {
 		a := attrMap(s.Attributes())
-		if a[otelqueue.AttrKey].AsString() == key && a[otelqueue.AttrAttempt].AsInt64() == int64(n) {
+		if a[semconv.AttrKey].AsString() == key && a[semconv.AttrAttempt].AsInt64() == int64(n) {
 			if root != nil {
 				t.Fatalf("two root spans for attempt %d of %q", n, key)
 			}
@@ -192,12 +194,12 @@ func attemptSpans(t testing.TB, spans []sdktrace.ReadOnlySpan, key string, n int
 			continue
 		}
 		switch s.Name() {
-		case otelqueue.SpanQueued:
+		case semconv.SpanQueued:
 			if queued != nil {
 				t.Fatalf("two queued spans under the root of %q", key)
 			}
 			queued = s
-		case otelqueue.SpanReconcile:
+		case semconv.SpanReconcile:
 			if reconcile != nil {
 				t.Fatalf("two reconcile spans under the root of %q", key)
 			}

@@ -45,6 +45,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -283,7 +285,7 @@ func TestPrometheusBridge(t *testing.T) {
 				if s.labels["name"] != queueName || s.labels["controller"] != queueName {
 					t.Errorf("%s%v: want name and controller %q", s.name, s.labels, queueName)
 				}
-				if tc.target && s.labels["otel_scope_name"] != otelqueue.ScopeName {
+				if tc.target && s.labels["otel_scope_name"] != semconv.ScopeOtelqueue {
 					t.Errorf("%s: otel_scope_name %q", s.name, s.labels["otel_scope_name"])
 				}
 				names := slices.Sorted(maps.Keys(s.labels))

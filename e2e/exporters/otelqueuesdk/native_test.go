@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -497,8 +499,8 @@ func TestNativeHistogramsExemplars(t *testing.T) {
 		name, twin, spanName string
 		scale                float64
 	}{
-		{queueFamily, "workqueue_queue_duration_native_seconds", otelqueue.SpanQueued, 1},
-		{workFamily, "workqueue_work_duration_native_seconds", otelqueue.SpanReconcile, 2},
+		{queueFamily, "workqueue_queue_duration_native_seconds", semconv.SpanQueued, 1},
+		{workFamily, "workqueue_work_duration_native_seconds", semconv.SpanReconcile, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// What the exporter serves.
@@ -994,9 +996,9 @@ func TestNativeHistogramsViews(t *testing.T) {
 		if maxSize <= 0 {
 			wantSize = 320
 		}
-		for _, name := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration} {
+		for _, name := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
 			inst := sdkmetric.Instrument{Name: name, Description: "d", Unit: "s", Kind: sdkmetric.InstrumentKindHistogram,
-				Scope: instrumentationScopeOf(otelqueue.ScopeName)}
+				Scope: instrumentationScopeOf(semconv.ScopeOtelqueue)}
 			var streams []sdkmetric.Stream
 			for _, v := range views {
 				if s, ok := v(inst); ok {
@@ -1016,7 +1018,7 @@ func TestNativeHistogramsViews(t *testing.T) {
 			// Other scopes and other instruments are not matched.
 			for _, other := range []sdkmetric.Instrument{
 				{Name: name, Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentationScopeOf("someone/else")},
-				{Name: otelqueue.MetricClientRequest, Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentationScopeOf(otelqueue.ScopeName)},
+				{Name: semconv.MetricClientRequest, Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentationScopeOf(semconv.ScopeOtelqueue)},
 			} {
 				for _, v := range views {
 					if s, ok := v(other); ok {
@@ -1031,7 +1033,7 @@ func TestNativeHistogramsViews(t *testing.T) {
 	a := otelqueuesdk.NativeHistograms(8)
 	b := otelqueuesdk.NativeHistograms(0)
 	b[1] = nil
-	inst := sdkmetric.Instrument{Name: otelqueue.MetricQueueDuration, Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentationScopeOf(otelqueue.ScopeName)}
+	inst := sdkmetric.Instrument{Name: semconv.MetricQueueDuration, Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentationScopeOf(semconv.ScopeOtelqueue)}
 	if s, _ := a[1](inst); s.Aggregation != (sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 8, MaxScale: 3}) {
 		t.Errorf("the first call's views changed: %+v", s.Aggregation)
 	}
@@ -1068,7 +1070,7 @@ func TestNativeHistogramsStreams(t *testing.T) {
 			fc := testingclock.NewFakeClock(time.Unix(1e9, 0))
 			q := nativeQueue(t, mp, nil, fc, "orders", tc.opts...)
 			// Another scope's histogram of the same name keeps one stream.
-			other, err := mp.Meter("someone/else").Float64Histogram(otelqueue.MetricQueueDuration)
+			other, err := mp.Meter("someone/else").Float64Histogram(semconv.MetricQueueDuration)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1090,10 +1092,10 @@ func TestNativeHistogramsStreams(t *testing.T) {
 				count uint64
 				sum   float64
 			}{
-				otelqueue.MetricQueueDuration: {2, 3},
-				otelqueue.MetricWorkDuration:  {2, 1.25},
+				semconv.MetricQueueDuration: {2, 3},
+				semconv.MetricWorkDuration:  {2, 1.25},
 			} {
-				classic := byName[otelqueue.ScopeName+" "+name]
+				classic := byName[semconv.ScopeOtelqueue+" "+name]
 				h, ok := classic.Data.(metricdata.Histogram[float64])
 				if !ok || len(h.DataPoints) != 1 {
 					t.Fatalf("%s is a %T, want a histogram with one point", name, classic.Data)
@@ -1101,7 +1103,7 @@ func TestNativeHistogramsStreams(t *testing.T) {
 				if dp := h.DataPoints[0]; !slices.Equal(dp.Bounds, tc.bounds) || dp.Count != want.count || dp.Sum != want.sum {
 					t.Errorf("%s: bounds %v count %d sum %v; want %v %d %v", name, dp.Bounds, dp.Count, dp.Sum, tc.bounds, want.count, want.sum)
 				}
-				twin := byName[otelqueue.ScopeName+" "+name+otelqueuesdk.NativeSuffix]
+				twin := byName[semconv.ScopeOtelqueue+" "+name+otelqueuesdk.NativeSuffix]
 				if twin.Unit != classic.Unit || twin.Description != classic.Description {
 					t.Errorf("%s: twin unit %q description %q; classic %q %q", name, twin.Unit, twin.Description, classic.Unit, classic.Description)
 				}
@@ -1113,10 +1115,10 @@ func TestNativeHistogramsStreams(t *testing.T) {
 					t.Errorf("%s: count %d sum %v scale %d attributes %v", twin.Name, dp.Count, dp.Sum, dp.Scale, dp.Attributes.ToSlice())
 				}
 			}
-			if _, ok := byName["someone/else "+otelqueue.MetricQueueDuration].Data.(metricdata.Histogram[float64]); !ok {
+			if _, ok := byName["someone/else "+semconv.MetricQueueDuration].Data.(metricdata.Histogram[float64]); !ok {
 				t.Error("another scope's histogram changed")
 			}
-			if _, ok := byName["someone/else "+otelqueue.MetricQueueDuration+otelqueuesdk.NativeSuffix]; ok {
+			if _, ok := byName["someone/else "+semconv.MetricQueueDuration+otelqueuesdk.NativeSuffix]; ok {
 				t.Error("another scope's histogram got a twin")
 			}
 		})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/otelqueue/otelqueue/internal/semconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -73,8 +75,8 @@ func TestPrometheusNames(t *testing.T) {
 			labels[l.GetName()] = l.GetValue()
 		}
 		modes = append(modes, labels["cpu_mode"])
-		if labels["otel_scope_name"] != procstat.ScopeName || labels["otel_scope_version"] != procstat.Version {
-			t.Errorf("labels %v, want otel_scope_name %q and otel_scope_version %q", labels, procstat.ScopeName, procstat.Version)
+		if labels["otel_scope_name"] != semconv.ScopeProcstat || labels["otel_scope_version"] != semconv.Version {
+			t.Errorf("labels %v, want otel_scope_name %q and otel_scope_version %q", labels, semconv.ScopeProcstat, semconv.Version)
 		}
 	}
 	if slices.Sort(modes); !slices.Equal(modes, []string{"system", "user"}) {

@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
-	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 // Main runs run with a context that ends after timeout and exits 1 with
@@ -126,7 +124,7 @@ func Metrics(reader *sdkmetric.ManualReader) error {
 			got[m.Name] = true
 		}
 	}
-	for _, want := range []string{otelqueue.MetricQueueDuration, otelqueue.MetricWorkDuration, otelqueue.MetricDepth, otelqueue.MetricAdds} {
+	for _, want := range []string{"workqueue.queue.duration", "workqueue.work.duration", "workqueue.depth", "workqueue.adds"} {
 		if !got[want] {
 			return fmt.Errorf("metric %s missing; got %v", want, got)
 		}
