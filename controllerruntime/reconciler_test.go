@@ -55,8 +55,10 @@ func TestManagerReconcilerLogger(t *testing.T) {
 	}
 	for _, want := range []string{
 		`"reconcileID"="` + id + `"`, // controller-runtime's lines lead to the span too
-		`"trace_id"="` + rec.SpanContext().TraceID().String() + `"`,
-		`"span_id"="` + rec.SpanContext().SpanID().String() + `"`,
+		// the keys of otelqueue's Runner (semconv/registry.yaml)
+		`"` + semconv.LogTraceID + `"="` + rec.SpanContext().TraceID().String() + `"`,
+		`"` + semconv.LogSpanID + `"="` + rec.SpanContext().SpanID().String() + `"`,
+		`"` + semconv.LogTraceSampled + `"=true`,
 		`"controller"="` + name + `"`,
 	} {
 		if !strings.Contains(line, want) {
