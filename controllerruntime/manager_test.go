@@ -7,6 +7,7 @@ package controllerruntime_test
 // API server (startOnCluster).
 
 import (
+	"github.com/otelqueue/otelqueue/inspect"
 	"context"
 	"errors"
 	"os"
@@ -398,7 +399,7 @@ func TestManagerRetryLinksPreviousAttempt(t *testing.T) {
 
 // inspectedFailures returns the failures an Inspector shows for the queue
 // named name.
-func inspectedFailures(t *testing.T, name string) []otelqueue.InspectedFailure {
+func inspectedFailures(t *testing.T, name string) []inspect.Failure {
 	t.Helper()
 	for _, q := range (&otelqueue.Inspector{}).Page().Queues {
 		if q.Name == name {

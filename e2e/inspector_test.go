@@ -188,7 +188,7 @@ func TestInspectorThousandKeys(t *testing.T) {
 		keys[i] = fmt.Sprintf("namespace-%02d/object-with-a-long-name-%04d", i%20, i)
 		q.Add(keys[i])
 	}
-	big := httptest.NewServer(&otelqueue.Inspector{Limit: otelqueue.MaxInspectorLimit})
+	big := httptest.NewServer(&otelqueue.Inspector{Limit: 1000}) // its most
 	defer big.Close()
 	small := httptest.NewServer(&otelqueue.Inspector{Limit: 1})
 	defer small.Close()

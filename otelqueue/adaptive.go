@@ -37,7 +37,7 @@ const (
 // Experimental: the rule meets its targets in seeded simulations of a few
 // loads (docs/tuning.md says which, and what they do not show), and may
 // change in a minor release as real controllers show where it errs; the
-// option's fields and AdaptiveStats stay.
+// option's fields and inspect.Pool stay.
 //
 // It is an option of NewRunner, where the Runner's worker count is the
 // starting count, the Runner starts as many goroutines as the pool's count
@@ -120,73 +120,50 @@ func (a *AdaptiveWorkers) check() error {
 	return errors.Join(errs...)
 }
 
-// Reason is why an adaptive pool changed its count (AdaptiveStats.Reason,
+// poolReason is why an adaptive pool changed its count (inspect.Pool.Reason,
 // the "reason" of its log lines and span events, the reason attribute of
-// workqueue.workers.changes): one of the Reason constants.
-type Reason string
+// workqueue.workers.changes): one of the reason constants, which
+// inspect.Pool's documentation lists.
+type poolReason string
 
 // The reasons of an adaptive pool's changes.
 const (
-	// ReasonDemand: the arrivals and the backlog need more workers than
+	// reasonDemand: the arrivals and the backlog need more workers than
 	// the limit (the square-root staffing estimate, docs/tuning.md).
-	ReasonDemand Reason = "demand"
-	// ReasonWait: the queue wait is above the objective with the workers
+	reasonDemand poolReason = "demand"
+	// reasonWait: the queue wait is above the objective with the workers
 	// busy.
-	ReasonWait Reason = "wait"
-	// ReasonLowUtilization: the demand needs well under the limit, two
+	reasonWait poolReason = "wait"
+	// reasonLowUtilization: the demand needs well under the limit, two
 	// intervals in a row.
-	ReasonLowUtilization Reason = "low-utilization"
-	// ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient:
+	reasonLowUtilization poolReason = "low-utilization"
+	// reasonClientRateLimit, reasonServerThrottling, reasonLatencyGradient:
 	// more reconciles run at once than the downstream can serve, and the
 	// time the others lose goes to the client's rate limiter, to the API
 	// server's Retry-After, or to each reconcile taking longer than it does
 	// with fewer at once.
-	ReasonClientRateLimit         = Reason(bottleneck.ClientRateLimit)
-	ReasonServerThrottling        = Reason(bottleneck.ServerThrottling)
-	ReasonLatencyGradient  Reason = "latency-gradient"
-	// ReasonCPU: the process uses the CPU it has (the table's cpu class),
+	reasonClientRateLimit             = poolReason(bottleneck.ClientRateLimit)
+	reasonServerThrottling            = poolReason(bottleneck.ServerThrottling)
+	reasonLatencyGradient  poolReason = "latency-gradient"
+	// reasonCPU: the process uses the CPU it has (the table's cpu class),
 	// and more reconciles run at once than the CPU serves at no-load
 	// speed: the count comes down to the CPU's, and never grows while the
 	// class holds.
-	ReasonCPU = Reason(bottleneck.CPU)
-	// ReasonProbe: a step above the ceiling a downstream limit set, to see
+	reasonCPU = poolReason(bottleneck.CPU)
+	// reasonProbe: a step above the ceiling a downstream limit set, to see
 	// whether the limit is still there (the ceiling's hold ran out, or the
 	// signs of the limit went away).
-	ReasonProbe Reason = "probe"
-	// ReasonSlowerForAll: after a shrink for a latency gradient, the work
+	reasonProbe poolReason = "probe"
+	// reasonSlowerForAll: after a shrink for a latency gradient, the work
 	// took as long as before: the downstream got slower for everyone, not
 	// from this queue's concurrency; the ceiling is lifted.
-	ReasonSlowerForAll Reason = "slower-for-all"
-	// ReasonUninstrumented: the queue's instrumentation stopped, and the
+	reasonSlowerForAll poolReason = "slower-for-all"
+	// reasonUninstrumented: the queue's instrumentation stopped, and the
 	// pool, blind, went back to the Runner's worker count.
-	ReasonUninstrumented Reason = "uninstrumented"
+	reasonUninstrumented poolReason = "uninstrumented"
 )
 
-// reasons are the Reason constants, for the attribute sets of
+// reasons are the reason constants, for the attribute sets of
 // `workqueue.workers.changes`.
-var reasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
-	ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU, ReasonProbe, ReasonSlowerForAll, ReasonUninstrumented}
-
-// AdaptiveStats is the state of a queue's adaptive pool.
-type AdaptiveStats struct {
-	// Limit is the number of keys the queue hands out at once now; Min and
-	// Max its bounds (Max is the lower of AdaptiveWorkers.Max and the
-	// workers given with WithWorkers).
-	Limit int `json:"limit"`
-	Min   int `json:"min"`
-	Max   int `json:"max"`
-	// Needed is the count the last decision found the demand needs, before
-	// the bounds and the ceiling; 0 before the first.
-	Needed int `json:"needed"`
-	// Ceiling is the count a downstream limit holds the pool at or under,
-	// 0 when none. The pool comes down to it by halves, so Limit may be
-	// above it for an interval or two after it is set.
-	Ceiling int `json:"ceiling"`
-	// Changes counts the changes of Limit; Reason is the last one's (one of
-	// the Reason constants) and Detail the figures that decided it, as in
-	// its log line; Changed is when it happened.
-	Changes uint64    `json:"changes"`
-	Reason  Reason    `json:"reason,omitempty"`
-	Detail  string    `json:"detail,omitempty"`
-	Changed time.Time `json:"changed"`
-}
+var reasons = []poolReason{reasonDemand, reasonWait, reasonLowUtilization, reasonClientRateLimit,
+	reasonServerThrottling, reasonLatencyGradient, reasonCPU, reasonProbe, reasonSlowerForAll, reasonUninstrumented}

@@ -16,6 +16,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -122,11 +124,11 @@ func TestAdaptiveWorkersDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		a    otelqueue.AdaptiveWorkers
-		want otelqueue.AdaptiveStats
+		want inspect.Pool
 	}{
-		{"WithAdaptiveWorkers", otelqueue.WithAdaptiveWorkers(2, 6), otelqueue.AdaptiveStats{Limit: 2, Min: 2, Max: 6}},
-		{"Start", otelqueue.AdaptiveWorkers{Min: 1, Max: 8, Start: 5}, otelqueue.AdaptiveStats{Limit: 5, Min: 1, Max: 8}},
-		{"one", otelqueue.AdaptiveWorkers{Min: 1, Max: 1}, otelqueue.AdaptiveStats{Limit: 1, Min: 1, Max: 1}},
+		{"WithAdaptiveWorkers", otelqueue.WithAdaptiveWorkers(2, 6), inspect.Pool{Limit: 2, Min: 2, Max: 6}},
+		{"Start", otelqueue.AdaptiveWorkers{Min: 1, Max: 8, Start: 5}, inspect.Pool{Limit: 5, Min: 1, Max: 8}},
+		{"one", otelqueue.AdaptiveWorkers{Min: 1, Max: 1}, inspect.Pool{Limit: 1, Min: 1, Max: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := scheduler.New(scheduler.Config[string]{Name: queueName})
@@ -227,9 +229,9 @@ func TestAdaptiveRunnerNeedsInstrument(t *testing.T) {
 
 // waitPool waits until the queue of inst has an adaptive pool, and returns
 // its stats.
-func waitPool(t *testing.T, inst *otelqueue.Instrumentation) otelqueue.AdaptiveStats {
+func waitPool(t *testing.T, inst *otelqueue.Instrumentation) inspect.Pool {
 	t.Helper()
-	var st otelqueue.AdaptiveStats
+	var st inspect.Pool
 	testutil.WaitFor(t, "the queue's adaptive pool", func() bool {
 		var ok bool
 		st, ok = inst.AdaptiveStats()
@@ -343,7 +345,7 @@ func TestAdaptiveInstrumentAgain(t *testing.T) {
 		t.Fatalf("Instrument with AdaptiveWorkers after Stop: %v", err)
 	}
 	defer inst.Stop()
-	want := otelqueue.AdaptiveStats{Limit: 3, Min: 3, Max: 5}
+	want := inspect.Pool{Limit: 3, Min: 3, Max: 5}
 	if st, ok := inst.AdaptiveStats(); !ok || st != want || q.MaxInFlight() != 3 {
 		t.Errorf("AdaptiveStats() = %+v, %v, MaxInFlight %d; want %+v, true, 3", st, ok, q.MaxInFlight(), want)
 	}
@@ -356,7 +358,7 @@ func TestAdaptiveInstrumentAgain(t *testing.T) {
 func TestAdaptiveWithWorkers(t *testing.T) {
 	t.Run("caps Max", func(t *testing.T) {
 		e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithWorkers(4), otelqueue.AdaptiveWorkers{Min: 1, Max: 8}}})
-		want := otelqueue.AdaptiveStats{Limit: 1, Min: 1, Max: 4}
+		want := inspect.Pool{Limit: 1, Min: 1, Max: 4}
 		if st, ok := e.inst.AdaptiveStats(); !ok || st != want {
 			t.Errorf("AdaptiveStats() = %+v, %v; want %+v, true", st, ok, want)
 		}
@@ -364,7 +366,7 @@ func TestAdaptiveWithWorkers(t *testing.T) {
 	})
 	t.Run("caps Start", func(t *testing.T) {
 		e := newEnv(t, envConfig{opts: []otelqueue.Option{otelqueue.WithWorkers(4), otelqueue.AdaptiveWorkers{Min: 1, Max: 8, Start: 6}}})
-		want := otelqueue.AdaptiveStats{Limit: 4, Min: 1, Max: 4}
+		want := inspect.Pool{Limit: 4, Min: 1, Max: 4}
 		if st, ok := e.inst.AdaptiveStats(); !ok || st != want || e.q.MaxInFlight() != 4 {
 			t.Errorf("AdaptiveStats() = %+v, %v, MaxInFlight %d; want %+v, true, 4", st, ok, e.q.MaxInFlight(), want)
 		}
@@ -389,11 +391,11 @@ func TestAdaptiveWithWorkers(t *testing.T) {
 // an adaptive Runner that is not running.
 func TestAdaptiveStatsWithoutPool(t *testing.T) {
 	var r *otelqueue.Runner[string]
-	if st, ok := r.AdaptiveStats(); ok || st != (otelqueue.AdaptiveStats{}) {
+	if st, ok := r.AdaptiveStats(); ok || st != (inspect.Pool{}) {
 		t.Errorf("nil Runner: AdaptiveStats() = %+v, %v; want zero, false", st, ok)
 	}
 	var inst *otelqueue.Instrumentation
-	if st, ok := inst.AdaptiveStats(); ok || st != (otelqueue.AdaptiveStats{}) {
+	if st, ok := inst.AdaptiveStats(); ok || st != (inspect.Pool{}) {
 		t.Errorf("nil Instrumentation: AdaptiveStats() = %+v, %v; want zero, false", st, ok)
 	}
 	e := newEnv(t, envConfig{})
@@ -430,7 +432,7 @@ func TestAdaptiveWorkersLastWins(t *testing.T) {
 			otelqueue.AdaptiveWorkers{Min: 1, Max: 2},
 			otelqueue.AdaptiveWorkers{Min: 2, Max: 6, Start: 3},
 		}})
-		want := otelqueue.AdaptiveStats{Limit: 3, Min: 2, Max: 6}
+		want := inspect.Pool{Limit: 3, Min: 2, Max: 6}
 		if st, ok := e.inst.AdaptiveStats(); !ok || st != want {
 			t.Errorf("AdaptiveStats() = %+v, %v; want %+v, true", st, ok, want)
 		}
@@ -457,7 +459,7 @@ func TestAdaptiveWorkersLastWins(t *testing.T) {
 		}
 		runRunner(t, r)
 		st := waitPool(t, e.inst)
-		if want := (otelqueue.AdaptiveStats{Limit: 5, Min: 2, Max: 6}); st != want {
+		if want := (inspect.Pool{Limit: 5, Min: 2, Max: 6}); st != want {
 			t.Errorf("AdaptiveStats() = %+v, want %+v", st, want)
 		}
 		_, err = otelqueue.NewRunner(e.q, 1, okReconcile, otelqueue.WithAdaptiveWorkers(1, 2), otelqueue.AdaptiveWorkers{Max: 2})
@@ -523,7 +525,7 @@ func TestAdaptiveRunnerLifecycle(t *testing.T) {
 	}
 	stop := runRunner(t, r)
 	st := waitPool(t, e.inst)
-	want := otelqueue.AdaptiveStats{Limit: 3, Min: 1, Max: 8}
+	want := inspect.Pool{Limit: 3, Min: 1, Max: 8}
 	if st != want {
 		t.Errorf("Instrumentation.AdaptiveStats() = %+v, want %+v", st, want)
 	}
@@ -750,7 +752,7 @@ func newAdaptiveEnv(t *testing.T) *adaptiveEnv {
 	return &adaptiveEnv{env: e, clk: clk, logs: logs, d: &driver{t: t, q: e.q, clk: clk}}
 }
 
-func (a *adaptiveEnv) stats(t *testing.T) otelqueue.AdaptiveStats {
+func (a *adaptiveEnv) stats(t *testing.T) inspect.Pool {
 	t.Helper()
 	st, ok := a.inst.AdaptiveStats()
 	if !ok {
@@ -762,7 +764,7 @@ func (a *adaptiveEnv) stats(t *testing.T) otelqueue.AdaptiveStats {
 // change is a change of the limit, as a log line or a span event tells it.
 type change struct {
 	from, to int
-	reason   otelqueue.Reason
+	reason   string
 }
 
 func (c change) String() string { return fmt.Sprintf("%d→%d %s", c.from, c.to, c.reason) }
@@ -785,7 +787,7 @@ func (a *adaptiveEnv) logged(t *testing.T) []change {
 		if err1 != nil || err2 != nil {
 			t.Fatalf("log line with from %q, to %q: want numbers", rec.attrs["from"], rec.attrs["to"])
 		}
-		out = append(out, change{from: from, to: to, reason: otelqueue.Reason(rec.attrs["reason"])})
+		out = append(out, change{from: from, to: to, reason: string(rec.attrs["reason"])})
 	}
 	return out
 }
@@ -814,7 +816,7 @@ func (a *adaptiveEnv) events(t *testing.T) []eventSpan {
 				change: change{
 					from:   int(attrs[semconv.AttrWorkersFrom].AsInt64()),
 					to:     int(attrs[semconv.AttrWorkersTo].AsInt64()),
-					reason: otelqueue.Reason(attrs[semconv.AttrWorkersReason].AsString()),
+					reason: string(attrs[semconv.AttrWorkersReason].AsString()),
 				},
 				at: ev.Time, spanStart: s.StartTime(), spanEnd: s.EndTime(),
 			})
@@ -851,7 +853,7 @@ func (a *adaptiveEnv) trickle(t *testing.T, dur time.Duration) {
 // checkChanges checks the changes: a chain from the pool's start (each from
 // the previous one's to, the first from 2) to its limit now, one for each
 // change AdaptiveStats counts, with reasons among want.
-func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, want ...otelqueue.Reason) {
+func checkChanges(t *testing.T, changes []change, st inspect.Pool, want ...string) {
 	t.Helper()
 	if len(changes) == 0 || uint64(len(changes)) != st.Changes {
 		t.Fatalf("changes %v, AdaptiveStats.Changes %d; want as many, at least 1", changes, st.Changes)
@@ -864,7 +866,7 @@ func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, wa
 		if !slices.Contains(want, c.reason) {
 			t.Errorf("change %d: %v, want a reason among %q", i, c, want)
 		}
-		if (c.reason == otelqueue.ReasonDemand || c.reason == otelqueue.ReasonWait) != (c.to > c.from) {
+		if (c.reason == "demand" || c.reason == "wait") != (c.to > c.from) {
 			t.Errorf("change %d: %v: a grow is for the demand or the wait, and only those grow", i, c)
 		}
 		from = c.to
@@ -876,7 +878,7 @@ func checkChanges(t *testing.T, changes []change, st otelqueue.AdaptiveStats, wa
 
 // changesByReason is the expected `workqueue.workers.changes` after changes.
 func changesByReason(changes []change) metricdata.Metrics {
-	n := make(map[otelqueue.Reason]int64)
+	n := make(map[string]int64)
 	for _, c := range changes {
 		n[c.reason]++
 	}
@@ -903,7 +905,7 @@ func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	a := newAdaptiveEnv(t)
 	a.grow(t)
 	st := a.stats(t)
-	if st.Limit <= 2 || st.Changes == 0 || (st.Reason != otelqueue.ReasonDemand && st.Reason != otelqueue.ReasonWait) {
+	if st.Limit <= 2 || st.Changes == 0 || (st.Reason != "demand" && st.Reason != "wait") {
 		t.Fatalf("after 8s of a load that needs 20: %+v; want grown from 2, for the demand or the wait", st)
 	}
 	if st.Needed <= 2 || st.Detail == "" || !strings.Contains(st.Detail, "needed") {
@@ -915,7 +917,7 @@ func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	logged := a.logged(t)
 	assertMetrics(t, a.collect(t), noTime, workersGauge(queueAttrs, int64(st.Limit)), changesByReason(logged))
 
-	checkChanges(t, logged, st, otelqueue.ReasonDemand, otelqueue.ReasonWait)
+	checkChanges(t, logged, st, "demand", "wait")
 	events := a.events(t)
 	var evChanges []change
 	for _, ev := range events {
@@ -932,7 +934,7 @@ func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	a.drain(t)
 	a.trickle(t, 40*time.Second)
 	st = a.stats(t)
-	if st.Limit >= grown.Limit || st.Reason != otelqueue.ReasonLowUtilization {
+	if st.Limit >= grown.Limit || st.Reason != "low-utilization" {
 		t.Fatalf("after 40s of a trickle that needs 1: %+v; want shrunk from %d for low utilization", st, grown.Limit)
 	}
 	if n := a.q.MaxInFlight(); n != st.Limit {
@@ -941,10 +943,10 @@ func TestAdaptiveGrowsAndShrinks(t *testing.T) {
 	logged = a.logged(t)
 	t.Logf("changes: %v", logged)
 	assertMetrics(t, a.collect(t), noTime, workersGauge(queueAttrs, int64(st.Limit)), changesByReason(logged))
-	checkChanges(t, logged, st, otelqueue.ReasonDemand, otelqueue.ReasonWait, otelqueue.ReasonLowUtilization)
+	checkChanges(t, logged, st, "demand", "wait", "low-utilization")
 	shrinks := 0
 	for _, c := range logged[grown.Changes:] {
-		if c.reason == otelqueue.ReasonLowUtilization {
+		if c.reason == "low-utilization" {
 			shrinks++
 			if c.to > c.from-2 && c.to != st.Min {
 				t.Errorf("shrink %v: a step of 1 that is not to Min", c)
@@ -1047,13 +1049,13 @@ func TestAdaptiveTickerChange(t *testing.T) {
 	a.clk.Step(time.Second)
 	a.clk.tick(t)
 	st := a.stats(t)
-	if st.Changes != 1 || st.Limit <= 2 || st.Reason != otelqueue.ReasonDemand || !st.Changed.Equal(t0.Add(6*time.Second)) {
+	if st.Changes != 1 || st.Limit <= 2 || st.Reason != "demand" || !st.Changed.Equal(t0.Add(6*time.Second)) {
 		t.Fatalf("after 6 intervals: %+v; want one change, a grow for the demand at %v", st, t0.Add(6*time.Second))
 	}
 	if n := a.q.MaxInFlight(); n != st.Limit {
 		t.Errorf("MaxInFlight() = %d, want %d", n, st.Limit)
 	}
-	want := []change{{from: 2, to: st.Limit, reason: otelqueue.ReasonDemand}}
+	want := []change{{from: 2, to: st.Limit, reason: "demand"}}
 	if got := a.logged(t); !slices.Equal(got, want) {
 		t.Errorf("log lines %v, want %v", got, want)
 	}
@@ -1087,7 +1089,7 @@ func TestAdaptiveQuietQueueShrinksToMin(t *testing.T) {
 		st := a.stats(t)
 		// The regression this guards: with no reconciles no window was a
 		// sample, and the pool never shrank an idle queue.
-		if st.Changes == grown.Changes || st.Limit != 1 || st.Reason != otelqueue.ReasonLowUtilization {
+		if st.Changes == grown.Changes || st.Limit != 1 || st.Reason != "low-utilization" {
 			t.Errorf("after 60 idle intervals from %+v: %+v; want the limit 1, for low utilization", grown, st)
 		}
 	})
@@ -1195,8 +1197,8 @@ func TestAdaptiveRunnerPausesUninstrumented(t *testing.T) {
 			t.Fatalf("tick %d with the queue not instrumented: %+v, want no decision", i+1, st)
 		}
 	}
-	if st, _ := r.AdaptiveStats(); st.Reason != otelqueue.ReasonUninstrumented || st.Limit != 1 {
-		t.Errorf("not instrumented: %+v, want the Runner's 1 worker for %s", st, otelqueue.ReasonUninstrumented)
+	if st, _ := r.AdaptiveStats(); st.Reason != "uninstrumented" || st.Limit != 1 {
+		t.Errorf("not instrumented: %+v, want the Runner's 1 worker for %s", st, "uninstrumented")
 	}
 	inst, err := instrument(e.q)
 	if err != nil {
@@ -1210,7 +1212,7 @@ func TestAdaptiveRunnerPausesUninstrumented(t *testing.T) {
 		clk.Step(time.Second)
 		clk.tick(t)
 		st, _ := r.AdaptiveStats()
-		if st.Changes == 1 && st.Reason == otelqueue.ReasonDemand && e.q.MaxInFlight() == st.Limit {
+		if st.Changes == 1 && st.Reason == "demand" && e.q.MaxInFlight() == st.Limit {
 			break
 		}
 		if i == 10 {

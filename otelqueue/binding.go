@@ -91,11 +91,11 @@ func (r *runnerShare) release() {
 type runnerAttrs struct {
 	queue     metric.ObserveOption
 	byOutcome [numOutcomes]metric.ObserveOption
-	byReason  map[Reason]metric.ObserveOption // read only once made
+	byReason  map[poolReason]metric.ObserveOption // read only once made
 }
 
 func newRunnerAttrs(queue attribute.Set) *runnerAttrs {
-	a := &runnerAttrs{queue: metric.WithAttributeSet(queue), byReason: make(map[Reason]metric.ObserveOption, len(reasons))}
+	a := &runnerAttrs{queue: metric.WithAttributeSet(queue), byReason: make(map[poolReason]metric.ObserveOption, len(reasons))}
 	for o, attr := range outcomeAttrs {
 		a.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(append(queue.ToSlice(), attr)...))
 	}

@@ -171,7 +171,7 @@ type figures struct {
 // decision is a change of the limit.
 type decision struct {
 	to     int
-	reason Reason
+	reason poolReason
 	detail string
 }
 
@@ -264,7 +264,7 @@ func (m move) String() string {
 type probeFinding struct {
 	limited bool
 	usable  float64
-	reason  Reason
+	reason  poolReason
 	class   bottleneck.Verdict
 }
 
@@ -460,12 +460,12 @@ func (c *controller) learn(f *figures) {
 // table's class when it is a downstream one, else the largest of the
 // client's rate limiter, the API server's Retry-After, and the base work
 // time over the no-load one (a latency gradient).
-func (c *controller) limitClass(f *figures) Reason {
+func (c *controller) limitClass(f *figures) poolReason {
 	switch f.class.Class {
 	case bottleneck.ServerThrottling:
-		return ReasonServerThrottling
+		return reasonServerThrottling
 	case bottleneck.ClientRateLimit:
-		return ReasonClientRateLimit
+		return reasonClientRateLimit
 	}
 	gradient := 0.0
 	if f.work > 0 && f.gradient {
@@ -473,11 +473,11 @@ func (c *controller) limitClass(f *figures) Reason {
 	}
 	switch {
 	case f.retryAfter >= f.limiter && f.retryAfter >= gradient:
-		return ReasonServerThrottling
+		return reasonServerThrottling
 	case f.limiter >= gradient:
-		return ReasonClientRateLimit
+		return reasonClientRateLimit
 	}
-	return ReasonLatencyGradient
+	return reasonLatencyGradient
 }
 
 // ceilingFor returns the ceiling for a downstream that serves usable
@@ -499,9 +499,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// More run at once than the downstream serves: by the CPU when the
 	// table's class is cpu (the CPU's count), else by the throughput at the
 	// no-load work time (Vegas's estimate).
-	usable, reason := f.usable, Reason("")
+	usable, reason := f.usable, poolReason("")
 	if f.cpuBound() && f.cpuUsable > 0 {
-		usable, reason = min(f.cpuUsable, f.concurrency), ReasonCPU
+		usable, reason = min(f.cpuUsable, f.concurrency), reasonCPU
 		if f.gradient {
 			usable = min(usable, f.usable)
 		}
@@ -578,7 +578,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			c.ceiling = c.ceilingFor(usable)
 			// The CPU's signs (its utilization) show at any count, the
 			// ceiling's too: they need no sighting there to be missed.
-			c.ceilingSeen = reason == ReasonCPU
+			c.ceilingSeen = reason == reasonCPU
 			c.hold = min(2*c.hold, maxHold)
 			c.ceilingUntil = now.Add(c.hold)
 			class := reason
@@ -597,7 +597,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) && !f.cpuBound() {
 			old := c.noLoad
 			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.concurrency, 0, initialHold
-			return c.change(L, ReasonSlowerForAll, now,
+			return c.change(L, reasonSlowerForAll, now,
 				fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), L, round(c.baseBefore), round(old), round(f.base))), f, true
 		}
 	}
@@ -605,7 +605,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// More at once than the downstream can serve: shrink to what it can.
 	if limited && c.limitedRun >= 2 {
 		c.ceiling = c.ceilingFor(usable)
-		c.ceilingSeen = reason == ReasonCPU
+		c.ceilingSeen = reason == reasonCPU
 		c.ceilingUntil = now.Add(c.hold)
 		class := reason
 		if class == "" {
@@ -615,12 +615,12 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 		// measured (the client's limiter, Retry-After); by halves when the
 		// limit is inferred from the work time (a gradient, the CPU).
 		to := max(c.ceiling, c.lo)
-		if class != ReasonClientRateLimit && class != ReasonServerThrottling {
+		if class != reasonClientRateLimit && class != reasonServerThrottling {
 			to = max(to, (L+1)/2)
 		}
 		if to < L {
 			d := c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold))
-			if class == ReasonLatencyGradient {
+			if class == reasonLatencyGradient {
 				c.last, c.baseBefore = verifying, f.base
 			}
 			return d, f, true
@@ -641,7 +641,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			if gone {
 				target = max(target, withMargin(f.needed))
 			}
-			d := c.change(min(target, c.hi), ReasonProbe, now,
+			d := c.change(min(target, c.hi), reasonProbe, now,
 				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f)))
 			c.last = probing
 			return d, f, true
@@ -657,9 +657,9 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 			case c.ceiling > 0:
 				target = max(L+1, min(withMargin(f.needed), c.ceiling))
 			}
-			reason := ReasonDemand
+			reason := reasonDemand
 			if !byDemand {
-				reason = ReasonWait
+				reason = reasonWait
 			}
 			d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
 			c.last = growing
@@ -671,7 +671,7 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// grow band's margin, so that the next window's noise neither grows
 	// nor shrinks it again.
 	if low {
-		d := c.change(shrinkTo, ReasonLowUtilization, now, fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(&f), shrinkWindowIntervals*c.interval, peak))
+		d := c.change(shrinkTo, reasonLowUtilization, now, fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(&f), shrinkWindowIntervals*c.interval, peak))
 		c.last = shrinking
 		return d, f, true
 	}
@@ -699,7 +699,7 @@ func probeWhy(gone bool) string {
 
 // change records a change to to at now; the rule is settled after it
 // unless the caller names another state.
-func (c *controller) change(to int, reason Reason, now time.Time, detail string) decision {
+func (c *controller) change(to int, reason poolReason, now time.Time, detail string) decision {
 	c.limit = to
 	c.lastChange = now
 	c.limitedRun = 0

@@ -2,13 +2,14 @@ package otelqueue
 
 import (
 	"fmt"
-	"github.com/otelqueue/otelqueue/bottleneck"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
 // The tests of the adaptive pool's rule feed a controller windows of one
@@ -145,7 +146,7 @@ func (r *ctlRun) none(l load, n int, why string) {
 }
 
 // want feeds l once and checks the decision.
-func (r *ctlRun) want(l load, to int, reason Reason) decision {
+func (r *ctlRun) want(l load, to int, reason poolReason) decision {
 	r.t.Helper()
 	from := r.c.limit
 	d, f, ok := r.feed(l)
@@ -207,7 +208,7 @@ func TestDecideClientRateLimit(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(clientLimited, 1, "one window over the downstream's count is not enough")
-	d := r.want(clientLimited, 11, ReasonClientRateLimit)
+	d := r.want(clientLimited, 11, reasonClientRateLimit)
 	if r.c.ceiling != 11 {
 		t.Errorf("ceiling %d, want 11", r.c.ceiling)
 	}
@@ -225,7 +226,7 @@ func TestDecideServerThrottling(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(serverLimited, 1, "one window over the downstream's count is not enough")
-	r.want(serverLimited, 11, ReasonServerThrottling)
+	r.want(serverLimited, 11, reasonServerThrottling)
 	if r.c.ceiling != 11 {
 		t.Errorf("ceiling %d, want 11", r.c.ceiling)
 	}
@@ -239,7 +240,7 @@ func TestDecideLimitedNotTwiceInARow(t *testing.T) {
 	r.none(clientLimited, 1, "one window over the downstream's count")
 	r.none(steady, 1, "a steady window")
 	r.none(clientLimited, 1, "one window over the downstream's count since the steady one")
-	r.want(clientLimited, 11, ReasonClientRateLimit)
+	r.want(clientLimited, 11, reasonClientRateLimit)
 }
 
 // TestDecideLatencyGradient: reconciles that take longer with more at once
@@ -251,14 +252,14 @@ func TestDecideLatencyGradient(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(gradient, 1, "one window over the downstream's count is not enough")
-	r.want(gradient, 11, ReasonLatencyGradient)
+	r.want(gradient, 11, reasonLatencyGradient)
 	if r.c.ceiling != 11 || r.c.last != verifying {
 		t.Fatalf("after the shrink: ceiling %d, state %v; want 11, verifying", r.c.ceiling, r.c.last)
 	}
 	// At 11, 85 reconciles a second of 130ms: no faster.
 	slow := load{done: 85, work: 130 * time.Millisecond}
 	r.none(slow, 1, "within two intervals of the shrink")
-	r.want(slow, 11, ReasonSlowerForAll)
+	r.want(slow, 11, reasonSlowerForAll)
 	if r.c.noLoad != 130*time.Millisecond || r.c.ceiling != 0 || r.c.hold != initialHold {
 		t.Errorf("after slower-for-all: no-load %v, ceiling %d, hold %v; want 130ms, 0, %v", r.c.noLoad, r.c.ceiling, r.c.hold, initialHold)
 	}
@@ -271,7 +272,7 @@ func TestDecideLatencyGradientConfirmed(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(gradient, 1, "one window over the downstream's count is not enough")
-	r.want(gradient, 11, ReasonLatencyGradient)
+	r.want(gradient, 11, reasonLatencyGradient)
 	// At 11, 110 reconciles a second of 100ms with a backlog: as fast as
 	// at no load, and the demand wants more.
 	fast := load{done: 110, work: 100 * time.Millisecond, depth: 500}
@@ -301,13 +302,13 @@ func TestDecideRetries(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 4)
 		l := demand
 		l.retries = 50
-		r.want(l, withMargin(12), ReasonDemand)
+		r.want(l, withMargin(12), reasonDemand)
 	})
 	t.Run("requeues asked for", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 4)
 		l := demand
 		l.retries, l.delayedAdds = 95, 90
-		r.want(l, withMargin(12), ReasonDemand)
+		r.want(l, withMargin(12), reasonDemand)
 	})
 }
 
@@ -319,7 +320,7 @@ func TestDecideCeilingHoldAndProbe(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(clientLimited, 1, "one window over the downstream's count is not enough")
-	r.want(clientLimited, 11, ReasonClientRateLimit)
+	r.want(clientLimited, 11, reasonClientRateLimit)
 	shrunk := r.now()
 	if r.c.ceilingUntil != shrunk.Add(initialHold) {
 		t.Fatalf("ceiling held until %v, want %v", r.c.ceilingUntil, shrunk.Add(initialHold))
@@ -329,7 +330,7 @@ func TestDecideCeilingHoldAndProbe(t *testing.T) {
 	if got := r.now(); got != shrunk.Add(initialHold) {
 		t.Fatalf("fed up to %v, want %v", got, shrunk.Add(initialHold))
 	}
-	d := r.want(atCeiling, 17, ReasonProbe) // ceil(1.5 × 11)
+	d := r.want(atCeiling, 17, reasonProbe) // ceil(1.5 × 11)
 	if !strings.Contains(d.detail, "its hold is over") {
 		t.Errorf("probe detail %q, want it to say its hold is over", d.detail)
 	}
@@ -338,7 +339,7 @@ func TestDecideCeilingHoldAndProbe(t *testing.T) {
 	// 17 busy where the downstream still serves 10.
 	stillLimited := load{done: 100, work: 170 * time.Millisecond, limiter: 70 * time.Millisecond, depth: 500}
 	r.none(stillLimited, 1, "within two intervals of the probe")
-	d = r.want(stillLimited, 11, ReasonClientRateLimit)
+	d = r.want(stillLimited, 11, reasonClientRateLimit)
 	if !strings.Contains(d.detail, "probe found the limit still there") {
 		t.Errorf("revert detail %q, want it to say the probe found the limit", d.detail)
 	}
@@ -350,7 +351,7 @@ func TestDecideCeilingHoldAndProbe(t *testing.T) {
 		t.Errorf("reverted %v after the probe, want 2 intervals", reverted.Sub(probed))
 	}
 	r.none(atCeiling, int(2*initialHold/decideInterval), "at the ceiling, within its doubled hold")
-	r.want(atCeiling, 17, ReasonProbe)
+	r.want(atCeiling, 17, reasonProbe)
 }
 
 // TestDecideHoldDoublesUpToMax: each probe that finds the limit doubles the
@@ -359,14 +360,14 @@ func TestDecideHoldDoublesUpToMax(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(clientLimited, 1, "one window over the downstream's count is not enough")
-	r.want(clientLimited, 11, ReasonClientRateLimit)
+	r.want(clientLimited, 11, reasonClientRateLimit)
 	stillLimited := load{done: 100, work: 170 * time.Millisecond, limiter: 70 * time.Millisecond, depth: 500}
 	for want := 2 * initialHold; ; want = min(2*want, maxHold) {
 		hold := r.c.hold
 		r.none(atCeiling, int(hold/decideInterval), "within the hold")
-		r.want(atCeiling, 17, ReasonProbe)
+		r.want(atCeiling, 17, reasonProbe)
 		r.none(stillLimited, 1, "within two intervals of the probe")
-		r.want(stillLimited, 11, ReasonClientRateLimit)
+		r.want(stillLimited, 11, reasonClientRateLimit)
 		if r.c.hold != want {
 			t.Fatalf("hold %v after a probe with a hold of %v, want %v", r.c.hold, hold, want)
 		}
@@ -385,10 +386,10 @@ func TestDecideProbeWhenSignsGone(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(clientLimited, 1, "one window over the downstream's count is not enough")
-	r.want(clientLimited, 11, ReasonClientRateLimit)
+	r.want(clientLimited, 11, reasonClientRateLimit)
 	r.none(atCeiling, 2, "the limit still seen at the ceiling")
 	r.none(limitGone, 1, "one window without the signs of the limit")
-	d := r.want(limitGone, withMargin(24), ReasonProbe) // 110/s + 500 waiting / 30 s, of 100ms: 12.7 busy, 24 with the margin
+	d := r.want(limitGone, withMargin(24), reasonProbe) // 110/s + 500 waiting / 30 s, of 100ms: 12.7 busy, 24 with the margin
 	if !strings.Contains(d.detail, "the signs of the downstream limit are gone") {
 		t.Errorf("probe detail %q, want it to say the signs are gone", d.detail)
 	}
@@ -414,7 +415,7 @@ func TestDecideNoEarlyProbeUnseen(t *testing.T) {
 	r := newCtlRun(t, 1, 32, 16)
 	r.settle()
 	r.none(clientLimited, 1, "one window over the downstream's count is not enough")
-	r.want(clientLimited, 11, ReasonClientRateLimit)
+	r.want(clientLimited, 11, reasonClientRateLimit)
 	r.none(limitGone, 10, "the limit not seen at the ceiling since the shrink")
 }
 
@@ -423,7 +424,7 @@ func TestDecideNoEarlyProbeUnseen(t *testing.T) {
 func TestDecideBounds(t *testing.T) {
 	t.Run("grow to hi", func(t *testing.T) {
 		r := newCtlRun(t, 1, 6, 4)
-		r.want(demand, 6, ReasonDemand) // 8 but for hi
+		r.want(demand, 6, reasonDemand) // 8 but for hi
 		r.none(demand, 10, "at hi")
 	})
 	t.Run("client limit to lo", func(t *testing.T) {
@@ -431,7 +432,7 @@ func TestDecideBounds(t *testing.T) {
 		// 10 busy where the downstream serves 2, with keys waiting.
 		l := load{done: 20, work: 500 * time.Millisecond, limiter: 400 * time.Millisecond, depth: 100}
 		r.none(l, 1, "one window over the downstream's count is not enough")
-		r.want(l, 8, ReasonClientRateLimit)
+		r.want(l, 8, reasonClientRateLimit)
 		if r.c.ceiling != 8 {
 			t.Errorf("ceiling %d, want lo (8)", r.c.ceiling)
 		}
@@ -439,7 +440,7 @@ func TestDecideBounds(t *testing.T) {
 	})
 	t.Run("low utilization to lo", func(t *testing.T) {
 		r := newCtlRun(t, 5, 32, 10)
-		r.want(tiny, 5, ReasonLowUtilization)
+		r.want(tiny, 5, reasonLowUtilization)
 		r.none(tiny, 10, "at lo")
 	})
 }
@@ -451,21 +452,21 @@ func TestDecideBounds(t *testing.T) {
 func TestDecideInterval(t *testing.T) {
 	t.Run("plain demand", func(t *testing.T) {
 		r := newCtlRun(t, 1, 64, 4)
-		r.want(demand, withMargin(12), ReasonDemand) // straight to the demand's count, not ×2
+		r.want(demand, withMargin(12), reasonDemand) // straight to the demand's count, not ×2
 		changed := r.now()
 		more := demand
 		more.depth = 1500 // 40/s + 1500 / 30 s of 100ms: 9 busy, 18 with the margin, 20 with the band
 		if d, _, ok := r.feedAt(more, changed.Add(decideInterval/2)); ok {
 			t.Fatalf("half an interval after the change: decision %d (%s), want none", d.to, d.reason)
 		}
-		if d, _, ok := r.feedAt(more, changed.Add(decideInterval)); !ok || d.to <= withMargin(12) || d.reason != ReasonDemand {
+		if d, _, ok := r.feedAt(more, changed.Add(decideInterval)); !ok || d.to <= withMargin(12) || d.reason != reasonDemand {
 			t.Errorf("an interval after the change: decision %v %+v, want a grow for the demand", ok, d)
 		}
 	})
 	t.Run("after a shrink", func(t *testing.T) {
 		r := newCtlRun(t, 1, 64, 32)
 		quiet := load{done: 5, work: 100 * time.Millisecond} // no sample: no no-load work time
-		r.want(quiet, withMargin(3), ReasonLowUtilization)   // 0.5 busy: 3 with the staffing margin
+		r.want(quiet, withMargin(3), reasonLowUtilization)   // 0.5 busy: 3 with the staffing margin
 		changed := r.now()
 		more := demand
 		more.depth = 3000 // 40/s + 3000 / 30 s of 100ms: 14 busy, 26 with the margin
@@ -488,12 +489,12 @@ func TestDecideInterval(t *testing.T) {
 func TestDecideLowUtilization(t *testing.T) {
 	t.Run("one step", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
-		r.want(light, withMargin(2), ReasonLowUtilization) // 0.3 busy: 2 with the staffing margin
+		r.want(light, withMargin(2), reasonLowUtilization) // 0.3 busy: 2 with the staffing margin
 		r.none(light, 10, "at the demand's count")
 	})
 	t.Run("a step of 1 to lo", func(t *testing.T) {
 		r := newCtlRun(t, 3, 32, 4)
-		r.want(light, 3, ReasonLowUtilization)
+		r.want(light, 3, reasonLowUtilization)
 	})
 	t.Run("no step of 1", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 4)
@@ -505,7 +506,7 @@ func TestDecideLowUtilization(t *testing.T) {
 		// steadyShort's 14 is the highest for shrinkWindowIntervals
 		// intervals: no shrink until it ages out of the window.
 		r.none(light, shrinkWindowIntervals-1, "the steady window's demand is within the shrink window")
-		r.want(light, withMargin(2), ReasonLowUtilization)
+		r.want(light, withMargin(2), reasonLowUtilization)
 	})
 	t.Run("keys waiting", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
@@ -528,7 +529,7 @@ func TestDecideWait(t *testing.T) {
 		t.Fatalf("needed %d, want 5: the test does not test the wait alone", f.needed)
 	}
 	r = newCtlRun(t, 1, 32, 4)
-	r.want(l, 6, ReasonWait) // with the band's margin
+	r.want(l, 6, reasonWait) // with the band's margin
 
 	l.busy = 2 // utilization 0.5
 	r = newCtlRun(t, 1, 32, 4)
@@ -558,7 +559,7 @@ func TestDecideIdleShrinks(t *testing.T) {
 				w.limit = c.limit
 				if d, f, ok := c.decide(&w, now); ok {
 					changes = append(changes, fmt.Sprintf("%d (%s)", d.to, d.reason))
-					if d.reason != ReasonLowUtilization {
+					if d.reason != reasonLowUtilization {
 						t.Fatalf("decision %d (%s, %q), want only low-utilization; figures %+v", d.to, d.reason, d.detail, f)
 					}
 				}
@@ -583,7 +584,7 @@ func TestDecideLowUtilizationReachesMin(t *testing.T) {
 			for range 60 {
 				from := r.c.limit
 				if d, f, ok := r.feed(tiny); ok {
-					if d.reason != ReasonLowUtilization || d.to >= from {
+					if d.reason != reasonLowUtilization || d.to >= from {
 						t.Fatalf("decision %d → %d (%s), want only shrinks for low utilization; figures %+v", from, d.to, d.reason, f)
 					}
 					changes = append(changes, fmt.Sprintf("%d→%d", from, d.to))
@@ -600,23 +601,23 @@ func TestDecideLowUtilizationReachesMin(t *testing.T) {
 }
 
 // decideReasons are the reasons a decision may give.
-var decideReasons = []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonClientRateLimit,
-	ReasonServerThrottling, ReasonLatencyGradient, ReasonProbe, ReasonSlowerForAll}
+var decideReasons = []poolReason{reasonDemand, reasonWait, reasonLowUtilization, reasonClientRateLimit,
+	reasonServerThrottling, reasonLatencyGradient, reasonProbe, reasonSlowerForAll}
 
 // randomWalk feeds a controller between lo and hi n windows of random
 // loads, at times one interval apart or less, and checks what holds for
 // every decision: the limit within [lo, hi]; no change within two
 // intervals of the last; a known reason whose direction matches it. It
 // returns the count of decisions by reason.
-func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
+func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[poolReason]int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 2))
 	start := lo + rng.IntN(hi-lo+1)
 	c := newController(lo, hi, start, DefaultWaitObjective, decideInterval)
 	now := decideT0
 	var last time.Time
-	var lastReason Reason
-	seen := make(map[Reason]int)
+	var lastReason poolReason
+	seen := make(map[poolReason]int)
 	// A regime lasts a while, as loads do: a downstream that serves some
 	// count at once, at some no-load work time, through some kind of limit.
 	var usable, arrivals float64
@@ -688,7 +689,7 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 		// plain demand (no ceiling), which may follow a grow or a change
 		// that was no shrink for low utilization by one.
 		if since := now.Sub(last); !last.IsZero() && since < 2*decideInterval &&
-			(since < decideInterval || d.reason != ReasonDemand || lastReason == ReasonLowUtilization || c.ceiling != 0) {
+			(since < decideInterval || d.reason != reasonDemand || lastReason == reasonLowUtilization || c.ceiling != 0) {
 			t.Fatalf("window %d: decision %d → %d (%s) %v after the last one (%s), want at least 2 intervals", i, L, d.to, d.reason, since, lastReason)
 		}
 		last, lastReason = now, d.reason
@@ -696,23 +697,23 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[Reason]int {
 			t.Errorf("window %d: decision %s with no detail", i, d.reason)
 		}
 		switch d.reason {
-		case ReasonDemand, ReasonWait, ReasonProbe:
+		case reasonDemand, reasonWait, reasonProbe:
 			if d.to <= L {
 				t.Fatalf("window %d: %s from %d to %d, want a grow; figures %+v", i, d.reason, L, d.to, f)
 			}
-			if d.reason != ReasonProbe && !f.class.MoreWorkers() {
+			if d.reason != reasonProbe && !f.class.MoreWorkers() {
 				t.Fatalf("window %d: %s under %v, which forbids more workers", i, d.reason, f.class)
 			}
-		case ReasonLowUtilization:
+		case reasonLowUtilization:
 			target := max(lo, withMargin(f.needed))
 			if d.to >= L || (d.to > L-minStep && d.to != lo && 2*target > L) {
 				t.Fatalf("window %d: %s from %d to %d, want a step of at least %d, one to lo (%d), or one towards a demand under half the limit (target %d)", i, d.reason, L, d.to, minStep, lo, target)
 			}
-		case ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient, ReasonCPU:
+		case reasonClientRateLimit, reasonServerThrottling, reasonLatencyGradient, reasonCPU:
 			if d.to > L {
 				t.Fatalf("window %d: %s from %d to %d, want no grow", i, d.reason, L, d.to)
 			}
-		case ReasonSlowerForAll:
+		case reasonSlowerForAll:
 			if d.to != L {
 				t.Fatalf("window %d: %s from %d to %d, want no change", i, d.reason, L, d.to)
 			}
@@ -734,13 +735,13 @@ func stateAfter(before move, d decision) move {
 		return settled
 	}
 	switch d.reason {
-	case ReasonDemand, ReasonWait:
+	case reasonDemand, reasonWait:
 		return growing
-	case ReasonLowUtilization:
+	case reasonLowUtilization:
 		return shrinking
-	case ReasonProbe:
+	case reasonProbe:
 		return probing
-	case ReasonLatencyGradient:
+	case reasonLatencyGradient:
 		return verifying
 	}
 	return settled
@@ -749,23 +750,23 @@ func stateAfter(before move, d decision) move {
 // TestDecideRandomWalk checks the invariants of randomWalk over long walks,
 // and that the walks exercise most of the rule.
 func TestDecideRandomWalk(t *testing.T) {
-	total := make(map[Reason]int)
+	total := make(map[poolReason]int)
 	for seed := range uint64(20) {
 		for reason, n := range randomWalk(t, seed, 1+int(seed%3), 8+int(seed*3), 3000) {
 			total[reason] += n
 		}
 	}
 	t.Logf("decisions by reason: %v", total)
-	for _, r := range []Reason{ReasonDemand, ReasonWait, ReasonLowUtilization, ReasonProbe} {
+	for _, r := range []poolReason{reasonDemand, reasonWait, reasonLowUtilization, reasonProbe} {
 		if total[r] == 0 {
 			t.Errorf("no decision for %s in the walks: they do not test it (decisions %v)", r, total)
 		}
 	}
-	downstream := total[ReasonClientRateLimit] + total[ReasonServerThrottling] + total[ReasonLatencyGradient]
+	downstream := total[reasonClientRateLimit] + total[reasonServerThrottling] + total[reasonLatencyGradient]
 	if downstream == 0 {
 		t.Errorf("no shrink for a downstream limit in the walks (decisions %v)", total)
 	}
-	if !slices.ContainsFunc(decideReasons, func(r Reason) bool { return total[r] > 0 }) {
+	if !slices.ContainsFunc(decideReasons, func(r poolReason) bool { return total[r] > 0 }) {
 		t.Errorf("no decision at all")
 	}
 }
@@ -793,7 +794,7 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 	slow := load{done: 21, work: 57 * time.Millisecond, busy: 1.2}
 	r.none(fast, 3, "a steady light load")
 	for range 8 {
-		if d, f, ok := r.feed(slow); ok && (d.reason == ReasonLatencyGradient || d.to < r.c.lo) {
+		if d, f, ok := r.feed(slow); ok && (d.reason == reasonLatencyGradient || d.to < r.c.lo) {
 			t.Fatalf("window %d: %s to %d with the work slower at the same concurrency (figures %+v)", r.n, d.reason, d.to, f)
 		} else if f.gradient || f.usable < 1 {
 			t.Fatalf("window %d: gradient %v, usable %.2f; want no gradient, usable the busy workers", r.n, f.gradient, f.usable)
@@ -813,7 +814,7 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 	}
 	busier := load{done: 105, work: 57 * time.Millisecond, busy: 6}
 	for range 4 {
-		if d, f, ok := r.feed(busier); ok && d.reason == ReasonLatencyGradient || f.gradient {
+		if d, f, ok := r.feed(busier); ok && d.reason == reasonLatencyGradient || f.gradient {
 			t.Fatalf("window %d: %+v (gradient %v) with 6 busy at the work time of 1.2 busy; want no gradient", r.n, d, f.gradient)
 		}
 	}
@@ -835,7 +836,7 @@ func TestDecideWorkChangeIsNoGradient(t *testing.T) {
 			break
 		}
 	}
-	if !ok || d.reason != ReasonLatencyGradient || !f.gradient || d.to >= L {
+	if !ok || d.reason != reasonLatencyGradient || !f.gradient || d.to >= L {
 		t.Fatalf("with %d busy against 1.2 when fast: decision %+v, %v (figures %+v); want a shrink for a latency gradient", L, d, ok, f)
 	}
 }
@@ -879,7 +880,7 @@ func TestDecideCPU(t *testing.T) {
 		}
 		r.n++
 		d, f, ok := r.c.decide(w(), r.now())
-		if !ok || d.reason != ReasonCPU || d.to != 9 || r.c.ceiling != 9 {
+		if !ok || d.reason != reasonCPU || d.to != 9 || r.c.ceiling != 9 {
 			t.Fatalf("decision %v %+v, ceiling %d; want 16 → 9 (⌊1.1 × 8⌉) for cpu; figures %+v", ok, d, r.c.ceiling, f)
 		}
 		if !strings.Contains(d.detail, "the CPU serves 8.0 at once") {
@@ -901,7 +902,7 @@ func TestDecideCPU(t *testing.T) {
 		}
 		r.n++
 		d, _, ok = r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now())
-		if !ok || d.reason != ReasonProbe || d.to <= 9 {
+		if !ok || d.reason != reasonProbe || d.to <= 9 {
 			t.Errorf("two windows with room: decision %v %+v, want a probe", ok, d)
 		}
 	})
@@ -925,7 +926,7 @@ func TestDecideCPULiftedAtOnce(t *testing.T) {
 	for range 4 {
 		r.n++
 		if d, _, ok := r.c.decide(cpuBusy(r.c.limit, 90, 100*time.Millisecond, 9, 32, 500), r.now()); ok {
-			probed = d.reason == ReasonProbe
+			probed = d.reason == reasonProbe
 			break
 		}
 	}
@@ -954,7 +955,7 @@ func TestDecideLongRuns(t *testing.T) {
 			w.inFlight, w.longest = 7, 40*time.Second
 			w.busy = 2*decideInterval + 5*decideInterval
 			r.n++
-			if d, f, ok := r.c.decide(w, r.now()); ok && d.reason != ReasonDemand && d.reason != ReasonLowUtilization {
+			if d, f, ok := r.c.decide(w, r.now()); ok && d.reason != reasonDemand && d.reason != reasonLowUtilization {
 				t.Fatalf("window %d: decision %+v; figures %+v: a tail is no downstream limit", i, d, f)
 			}
 		}
@@ -1030,7 +1031,7 @@ func TestDecideWorkChangeByCPU(t *testing.T) {
 	for i := range 6 {
 		r.n++
 		w := cpuBusy(r.c.limit, 22, 90*time.Millisecond, 1.32, 2, 50)
-		if d, f, ok := r.c.decide(w, r.now()); ok && d.reason == ReasonLatencyGradient {
+		if d, f, ok := r.c.decide(w, r.now()); ok && d.reason == reasonLatencyGradient {
 			t.Fatalf("window %d: %+v (gradient %v, no-load %v): the work changed, no latency gradient", i, d, f.gradient, f.noLoad)
 		}
 	}
@@ -1074,7 +1075,7 @@ func TestDecideNoGrowthAgainstTheControlPlane(t *testing.T) {
 			l.apiserver = tc.use
 			r.none(l, 10, "the control plane limits the queue")
 			l.apiserver = bottleneck.APIServerUse{Known: true, LatencyKnown: true, Latency: 5 * time.Millisecond}
-			r.want(l, withMargin(12), ReasonDemand)
+			r.want(l, withMargin(12), reasonDemand)
 		})
 	}
 }
@@ -1088,10 +1089,10 @@ func TestDecideNoGrowthAgainstTheControlPlane(t *testing.T) {
 func TestDecideNoShrinkAtStart(t *testing.T) {
 	r := newStartedCtlRun(t, 1, 32, 16)
 	r.none(light, shrinkWindowIntervals-1, "the windows decided on do not cover the shrink window yet")
-	r.want(light, withMargin(2), ReasonLowUtilization)
+	r.want(light, withMargin(2), reasonLowUtilization)
 
 	r = newStartedCtlRun(t, 1, 64, 4)
-	r.want(demand, withMargin(12), ReasonDemand)
+	r.want(demand, withMargin(12), reasonDemand)
 }
 
 // TestDecideNoShrinkWhileBusy: the demand's estimate under the count while
@@ -1105,7 +1106,7 @@ func TestDecideNoShrinkWhileBusy(t *testing.T) {
 	l := load{done: 60, work: 20 * time.Microsecond, busy: 3.7}
 	r.none(l, 5, "3.7 of 4 workers busy")
 	l.busy = 0.5
-	if d, _, ok := r.feed(l); !ok || d.reason != ReasonLowUtilization {
+	if d, _, ok := r.feed(l); !ok || d.reason != reasonLowUtilization {
 		t.Errorf("the same windows with the workers idle: decision %v %+v, want a shrink for low utilization", ok, d)
 	}
 }

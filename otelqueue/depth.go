@@ -12,19 +12,19 @@ import (
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// PriorityOverflow is the `priority` value under which the depth of every
-// priority beyond the first MaxPriorities of a queue is summed, as
+// priorityOverflow is the `priority` value under which the depth of every
+// priority beyond the first maxPriorities of a queue is summed, as
 // controller-runtime's "exceeded_cardinality_limit".
-const PriorityOverflow = "exceeded_cardinality_limit"
+const priorityOverflow = "exceeded_cardinality_limit"
 
-// MaxPriorities is the number of distinct priorities a queue's depth is
+// maxPriorities is the number of distinct priorities a queue's depth is
 // reported under, each as its own series, as controller-runtime's limit: a
-// queue that uses more has the rest summed under PriorityOverflow. The
+// queue that uses more has the rest summed under priorityOverflow. The
 // priorities are learned at collection, highest first among those
 // scheduler.Scheduler.DepthByPriority reports (which may include recently
 // drained ones), priority 0 from the start; a learned priority keeps its
-// series, and so does PriorityOverflow once used (at 0 when empty).
-const MaxPriorities = 25
+// series, and so does priorityOverflow once used (at 0 when empty).
+const maxPriorities = 25
 
 // depthByPriority reports a scheduler's `workqueue.depth` by `priority`. A
 // priority seen once keeps its series, at 0 when no key is ready at it (as
@@ -37,7 +37,7 @@ type depthByPriority struct {
 	known      map[int]metric.MeasurementOption
 	order      []int // known, in the order seen
 	overflow   metric.MeasurementOption
-	overflowed bool // PriorityOverflow has been used
+	overflowed bool // priorityOverflow has been used
 	buf        []scheduler.PriorityDepth
 	sums       map[int]int64
 }
@@ -48,7 +48,7 @@ func newDepthByPriority(attrs attribute.Set) *depthByPriority {
 		known: map[int]metric.MeasurementOption{},
 		sums:  map[int]int64{},
 	}
-	d.overflow = d.option(PriorityOverflow)
+	d.overflow = d.option(priorityOverflow)
 	d.learn(0)
 	return d
 }
@@ -64,7 +64,7 @@ func (d *depthByPriority) learn(p int) bool {
 	if _, ok := d.known[p]; ok {
 		return true
 	}
-	if len(d.known) >= MaxPriorities {
+	if len(d.known) >= maxPriorities {
 		return false
 	}
 	d.known[p] = d.option(strconv.Itoa(p))

@@ -50,3 +50,15 @@ func TickSizer(s *Sizer) { s.tick() }
 // procstat.Read: the CPU of a test on a fake clock, which the machine's
 // load must not change.
 func SetSizerProcess(s *Sizer, read func() procstat.Sample) { s.proc = read }
+
+// The bounds the package keeps unexported, for the tests that check them.
+const (
+	DefaultInspectorLimit = defaultInspectorLimit
+	MaxInspectorLimit     = maxInspectorLimit
+	MaxDecisions          = maxDecisions
+	MaxFailures           = maxFailures
+	MaxFailureErrorLen    = maxFailureErrorLen
+	MinBottleneckWindow   = minBottleneckWindow
+	MaxPriorities         = maxPriorities
+	PriorityOverflow      = priorityOverflow
+)

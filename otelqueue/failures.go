@@ -7,41 +7,30 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"go.opentelemetry.io/otel/trace"
 )
-
-// InspectedFailure is one of the last failed attempts of a queue, as the
-// Inspector shows them.
-type InspectedFailure struct {
-	Key string    `json:"key"`
-	At  time.Time `json:"at"`
-	// Outcome is error or panic.
-	Outcome string `json:"outcome"`
-	// Error is the error's text, cut at MaxFailureErrorLen bytes.
-	Error string `json:"error"`
-	// TraceID is the attempt's trace id, when it was traced.
-	TraceID string `json:"trace_id,omitempty"`
-}
 
 // Failures kept per queue for the Inspector, and the longest error text
 // kept (an error's text can be any size).
 const (
-	MaxFailures        = 20
-	MaxFailureErrorLen = 1024
+	maxFailures        = 20
+	maxFailureErrorLen = 1024
 )
 
-// failureLog keeps a queue's last MaxFailures failed attempts. Only failed
+// failureLog keeps a queue's last maxFailures failed attempts. Only failed
 // attempts touch it.
 type failureLog struct {
 	mu   sync.Mutex
-	ring [MaxFailures]InspectedFailure
+	ring [maxFailures]inspect.Failure
 	next int // where the next failure goes
-	n    int // failures kept, at most MaxFailures
+	n    int // failures kept, at most maxFailures
 }
 
-func (l *failureLog) add(f InspectedFailure) {
-	if len(f.Error) > MaxFailureErrorLen {
-		cut := MaxFailureErrorLen
+func (l *failureLog) add(f inspect.Failure) {
+	if len(f.Error) > maxFailureErrorLen {
+		cut := maxFailureErrorLen
 		for cut > 0 && !utf8.RuneStart(f.Error[cut]) {
 			cut--
 		}
@@ -49,26 +38,26 @@ func (l *failureLog) add(f InspectedFailure) {
 	}
 	l.mu.Lock()
 	l.ring[l.next] = f
-	l.next = (l.next + 1) % MaxFailures
-	l.n = min(l.n+1, MaxFailures)
+	l.next = (l.next + 1) % maxFailures
+	l.n = min(l.n+1, maxFailures)
 	l.mu.Unlock()
 }
 
 // last returns the failures kept, the latest first.
-func (l *failureLog) last() []InspectedFailure {
+func (l *failureLog) last() []inspect.Failure {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]InspectedFailure, 0, l.n)
+	out := make([]inspect.Failure, 0, l.n)
 	for i := 1; i <= l.n; i++ {
-		out = append(out, l.ring[(l.next-i+MaxFailures)%MaxFailures])
+		out = append(out, l.ring[(l.next-i+maxFailures)%maxFailures])
 	}
 	return out
 }
 
 // failure describes a failed attempt of key with outcome and err, at at,
 // in the attempt context ctx.
-func failure(ctx context.Context, key string, outcome Outcome, err error, at time.Time) InspectedFailure {
-	f := InspectedFailure{Key: key, At: at, Outcome: outcome.String()}
+func failure(ctx context.Context, key string, outcome Outcome, err error, at time.Time) inspect.Failure {
+	f := inspect.Failure{Key: key, At: at, Outcome: outcome.String()}
 	if err != nil {
 		f.Error = err.Error()
 	}
@@ -84,8 +73,8 @@ func failure(ctx context.Context, key string, outcome Outcome, err error, at tim
 // so does package controllerruntime's Reconciler). ctx is the attempt's
 // context (the Item's, or one derived from it), whose span gives the trace
 // id. A nil err, a nil or stopped Instrumentation record nothing. Only the
-// last MaxFailures failures are kept, with the error's text cut at
-// MaxFailureErrorLen bytes.
+// last maxFailures failures are kept, with the error's text cut at
+// maxFailureErrorLen bytes.
 func (i *Instrumentation) RecordFailure(ctx context.Context, key string, err error) {
 	if err = safeError(err); i == nil || i.b == nil || err == nil {
 		return

@@ -2,16 +2,13 @@ package otelqueue
 
 import (
 	"cmp"
-	"encoding/json"
-	"fmt"
-	"html/template"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"weak"
+
+	"github.com/otelqueue/otelqueue/inspect"
 
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
@@ -29,7 +26,7 @@ import (
 // attempt, the keys in flight with how long they have run, the last failed
 // attempts with their error and trace, the adaptive pool's count and last
 // decision, and whether the queue is standby. It
-// serves an HTML page, or JSON (InspectorPage) when the request asks for it
+// serves an HTML page, or JSON (inspect.Page) when the request asks for it
 // (?format=json, or an Accept header of application/json).
 //
 // Keys are object names, and the page shows trace ids: serve it only where
@@ -39,123 +36,33 @@ import (
 // (scheduler.Scheduler.Inspect, under each queue's lock in turn) and
 // renders them, with at most Limit keys per list. Each look also ends a
 // window of the queue's counters, which gives its bottleneck class
-// (InspectedBottleneck). An Inspector must not be copied after first use.
+// (inspect.Bottleneck). An Inspector must not be copied after first use.
 type Inspector struct {
 	// Limit is the number of keys listed per queue in each list: 0 (or
-	// less) means DefaultInspectorLimit, and more than MaxInspectorLimit
-	// means MaxInspectorLimit.
+	// less) means defaultInspectorLimit, and more than maxInspectorLimit
+	// means maxInspectorLimit.
 	Limit int
 	// TraceURL, when set, makes every trace id a link: the URL with its
 	// "{trace_id}" replaced by the id in hex, e.g.
 	// "http://127.0.0.1:16686/trace/{trace_id}" for Jaeger's UI.
 	TraceURL string
 	// Sizer, when set, puts its recommendation at the top of the page
-	// (InspectorPage.Recommendation): the workers, cores and memory the
+	// (inspect.Page.Recommendation): the workers, cores and memory the
 	// queues it sizes and their process need.
 	Sizer *Sizer
 
 	// mu guards looks: the start of each queue's current window, per
-	// Inspector (InspectedBottleneck).
+	// Inspector (inspect.Bottleneck).
 	mu    sync.Mutex
 	looks map[*inspectable]*look
 }
 
-// DefaultInspectorLimit is the number of keys an Inspector lists per queue
-// and list unless told otherwise; MaxInspectorLimit the most it lists.
+// defaultInspectorLimit is the number of keys an Inspector lists per queue
+// and list unless told otherwise; maxInspectorLimit the most it lists.
 const (
-	DefaultInspectorLimit = 20
-	MaxInspectorLimit     = 1000
+	defaultInspectorLimit = 20
+	maxInspectorLimit     = 1000
 )
-
-// InspectorPage is what an Inspector shows, and its JSON form.
-type InspectorPage struct {
-	// At is when the page was made.
-	At time.Time `json:"at"`
-	// Recommendation is the Inspector's Sizer's, nil without one.
-	Recommendation *bottleneck.Recommendation `json:"recommendation,omitempty"`
-	Queues         []InspectedQueue           `json:"queues"`
-}
-
-// InspectedQueue is one queue on an Inspector's page.
-type InspectedQueue struct {
-	Name    string `json:"name"`
-	Standby bool   `json:"standby"`
-	// Depth, Delayed, Held and InFlight are those of scheduler.Stats;
-	// OldestPending the wait of the oldest key ready.
-	Depth         int           `json:"depth"`
-	Delayed       int           `json:"delayed"`
-	Held          int           `json:"held"`
-	InFlight      int           `json:"in_flight"`
-	OldestPending time.Duration `json:"oldest_pending_ns"`
-	// Pending counts the keys waiting by priority and wait reason.
-	Pending []InspectedCount `json:"pending"`
-	// Oldest are the keys that have waited longest, Running the runs in
-	// flight that have run longest: at most the Inspector's Limit each.
-	Oldest  []InspectedKey `json:"oldest"`
-	Running []InspectedRun `json:"running"`
-	// Failures are the last failed attempts, the latest first (at most
-	// MaxFailures): those of a Runner, of package controllerruntime's
-	// Reconciler, and those given to Instrumentation.RecordFailure.
-	Failures []InspectedFailure `json:"failures"`
-	// Adaptive is the adaptive pool's state, when the queue has one, and
-	// Decisions its last decisions (at most MaxDecisions), the latest
-	// first.
-	Adaptive  *AdaptiveStats      `json:"adaptive,omitempty"`
-	Decisions []InspectedDecision `json:"decisions,omitempty"`
-	// Bottleneck is what limits the queue over this Inspector's last
-	// window.
-	Bottleneck *InspectedBottleneck `json:"bottleneck"`
-}
-
-// InspectedCount is the number of keys waiting with one priority and wait
-// reason in one place: "ready" (counted in Depth), "delayed" (Delayed) or
-// "held" (Held). A key held until its run ended is ready, with the reason
-// held (scheduler.PendingCount).
-type InspectedCount struct {
-	Priority int    `json:"priority"`
-	Reason   string `json:"reason"`
-	Place    string `json:"place"`
-	Keys     int    `json:"keys"`
-}
-
-// InspectedKey is a key waiting.
-type InspectedKey struct {
-	Key string `json:"key"`
-	// Wait is how long since its earliest add still pending.
-	Wait time.Duration `json:"wait_ns"`
-	// ReadyIn is how long until it may run, for a key delayed (0: ready).
-	ReadyIn time.Duration `json:"ready_in_ns"`
-	// Reason is why it waits; Trigger what the add that set its ready
-	// time came from (scheduler.Trigger): why it will run.
-	Reason  string `json:"reason"`
-	Trigger string `json:"trigger"`
-	// Source is where the trigger's event came from, when the add said
-	// (scheduler.AddOptions.Source: with package controllerruntime's
-	// handlers, the watched object's kind).
-	Source   string `json:"source,omitempty"`
-	Priority int    `json:"priority"`
-	// Attempts is the attempt its next run will be (1 + the rate
-	// limiter's failures); Coalesced the adds merged into it.
-	Attempts  int `json:"attempts"`
-	Coalesced int `json:"coalesced"`
-	// EnqueuedBy is the trace id of the first add that carried a trace
-	// context; LastAttempt that of the attempt a retry follows. Empty when
-	// none.
-	EnqueuedBy  string `json:"enqueued_by,omitempty"`
-	LastAttempt string `json:"last_attempt,omitempty"`
-}
-
-// InspectedRun is a run in flight.
-type InspectedRun struct {
-	Key     string        `json:"key"`
-	Running time.Duration `json:"running_ns"`
-	// Trigger is why it runs (scheduler.Trigger); Source where its event
-	// came from, if the add said.
-	Trigger string `json:"trigger"`
-	Source  string `json:"source,omitempty"`
-	// TraceID is the attempt's trace id, when it is traced.
-	TraceID string `json:"trace_id,omitempty"`
-}
 
 // inspectable is a live Instrumentation, as an Inspector reads it. It
 // refers to its scheduler through a weak pointer only (the Instrumentation
@@ -237,15 +144,15 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 }
 
 // Page returns what the Inspector shows now.
-func (i *Inspector) Page() InspectorPage {
-	limit := DefaultInspectorLimit
+func (i *Inspector) Page() inspect.Page {
+	limit := defaultInspectorLimit
 	if i != nil && i.Limit > 0 {
-		limit = min(i.Limit, MaxInspectorLimit)
+		limit = min(i.Limit, maxInspectorLimit)
 	}
 	inspectables.mu.Lock()
 	list := slices.Clone(inspectables.list)
 	inspectables.mu.Unlock()
-	page := InspectorPage{At: time.Now(), Queues: []InspectedQueue{}}
+	page := inspect.Page{At: time.Now(), Queues: []inspect.Queue{}}
 	var gone []*inspectable
 	var proc processReading
 	for _, in := range list {
@@ -255,11 +162,11 @@ func (i *Inspector) Page() InspectorPage {
 			continue
 		}
 		raw, st := got.raw, got.stats
-		q := InspectedQueue{
+		q := inspect.Queue{
 			Name: in.name, Standby: in.standby.isStandby(),
 			Depth: st.Depth, Delayed: st.Delayed, Held: st.Held, InFlight: st.InFlight, OldestPending: st.OldestPending,
 			// Empty lists, not null, in the JSON.
-			Pending: []InspectedCount{}, Oldest: []InspectedKey{}, Running: []InspectedRun{},
+			Pending: []inspect.Count{}, Oldest: []inspect.Key{}, Running: []inspect.Run{},
 			Failures: in.b.failures.last(),
 		}
 		for _, c := range raw.ByPriority {
@@ -270,11 +177,11 @@ func (i *Inspector) Page() InspectorPage {
 			case c.Delayed:
 				place = "delayed"
 			}
-			q.Pending = append(q.Pending, InspectedCount{Priority: c.Priority, Reason: c.Reason.String(), Place: place, Keys: c.Keys})
+			q.Pending = append(q.Pending, inspect.Count{Priority: c.Priority, Reason: c.Reason.String(), Place: place, Keys: c.Keys})
 		}
 		now := raw.At
 		for _, p := range raw.Oldest {
-			k := InspectedKey{
+			k := inspect.Key{
 				Key: p.Key, Reason: p.Reason.String(), Trigger: p.Trigger.String(), Source: p.Source, Priority: p.Priority,
 				Attempts: p.Requeues + 1, Coalesced: p.Coalesced,
 				EnqueuedBy: traceID(p.Origin), LastAttempt: traceID(p.PreviousAttempt),
@@ -288,7 +195,7 @@ func (i *Inspector) Page() InspectorPage {
 			q.Oldest = append(q.Oldest, k)
 		}
 		for _, r := range raw.Running {
-			run := InspectedRun{Key: r.Key, Trigger: r.Trigger.String(), Source: r.Source, TraceID: traceID(r.SpanContext)}
+			run := inspect.Run{Key: r.Key, Trigger: r.Trigger.String(), Source: r.Source, TraceID: traceID(r.SpanContext)}
 			if !now.IsZero() {
 				run.Running = now.Sub(r.StartedAt)
 			}
@@ -323,7 +230,7 @@ func (i *Inspector) Page() InspectorPage {
 		inspectables.mu.Unlock()
 	}
 	i.forget(list, gone)
-	slices.SortStableFunc(page.Queues, func(a, b InspectedQueue) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(page.Queues, func(a, b inspect.Queue) int { return cmp.Compare(a.Name, b.Name) })
 	if i != nil && i.Sizer != nil {
 		r := i.Sizer.Recommend()
 		page.Recommendation = &r
@@ -348,188 +255,13 @@ func traceID(sc trace.SpanContext) string {
 	return sc.TraceID().String()
 }
 
-// ServeHTTP serves the page: JSON for ?format=json or an Accept header of
-// application/json, HTML otherwise. Only GET and HEAD are allowed.
+// ServeHTTP serves the page (inspect.Serve): JSON for ?format=json or an
+// Accept header that prefers application/json, HTML otherwise. Only GET
+// and HEAD are allowed.
 func (i *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "the queue inspector is read-only: use GET", http.StatusMethodNotAllowed)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	page := i.Page()
-	if r.URL.Query().Get("format") == "json" || wantsJSON(r.Header.Values("Accept")) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(page)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	traceURL := ""
 	if i != nil {
 		traceURL = i.TraceURL
 	}
-	view := inspectorView{InspectorPage: page, traceURL: traceURL}
-	seen := map[string]int{}
-	for _, q := range page.Queues {
-		id := "queue-" + q.Name
-		if n := seen[q.Name]; n > 0 {
-			id = fmt.Sprintf("%s-%d", id, n+1)
-		}
-		seen[q.Name]++
-		view.IDs = append(view.IDs, id)
-	}
-	if err := inspectorTemplate.Execute(w, view); err != nil {
-		// The header is sent: all that is left is to say so in the page.
-		fmt.Fprintf(w, "<p>rendering the page failed: %s</p>", template.HTMLEscapeString(err.Error()))
-	}
+	inspect.Serve(w, r, i.Page, traceURL)
 }
-
-// wantsJSON says whether the Accept headers prefer application/json to
-// HTML: a media range of application/json (or application/*) with a
-// quality above 0 and above text/html's. Without one, the page is HTML.
-func wantsJSON(accept []string) bool {
-	json, html := -1.0, -1.0
-	for _, h := range accept {
-		for _, r := range strings.Split(h, ",") {
-			media, params, _ := strings.Cut(r, ";")
-			q := 1.0
-			for _, p := range strings.Split(params, ";") {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
-					if f, err := strconv.ParseFloat(v, 64); err == nil {
-						q = f
-					}
-				}
-			}
-			switch strings.ToLower(strings.TrimSpace(media)) {
-			case "application/json":
-				json = max(json, q)
-			case "text/html", "text/*", "*/*":
-				html = max(html, q)
-			}
-		}
-	}
-	return json > 0 && json >= html
-}
-
-// inspectorView is the page with what the template needs besides: the
-// queues' element ids, unique though two queues have one name.
-type inspectorView struct {
-	InspectorPage
-	traceURL string
-	IDs      []string
-}
-
-// TraceLink returns the link of a trace id, or "" when no TraceURL is set.
-func (v inspectorView) TraceLink(id string) string {
-	if v.traceURL == "" || id == "" {
-		return ""
-	}
-	return strings.ReplaceAll(v.traceURL, "{trace_id}", id)
-}
-
-// breakAtSlashes is key, escaped, with a line break opportunity after each
-// "/": a key (namespace/name) wraps between its parts, never inside a name.
-func breakAtSlashes(key string) template.HTML {
-	parts := strings.Split(key, "/")
-	for i, p := range parts {
-		parts[i] = template.HTMLEscapeString(p)
-	}
-	return template.HTML(strings.Join(parts, "/<wbr>"))
-}
-
-// roundForPage shortens a duration for the page.
-func roundForPage(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0"
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond).String()
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Microsecond).String()
-}
-
-var inspectorTemplate = template.Must(template.New("inspector").Funcs(template.FuncMap{
-	"dur": roundForPage,
-	// pair makes the argument of the "trace" template: a trace id and its
-	// link (empty when none).
-	"pair": func(id, link string) map[string]string { return map[string]string{"ID": id, "Link": link} },
-	"wbr":  breakAtSlashes,
-	// mib is a whole number of MiB as a Kubernetes quantity ("24Mi");
-	// with a B after it, as GOMEMLIMIT takes it.
-	"mib":      func(b uint64) string { return fmt.Sprintf("%dMi", b>>20) },
-	"peakSpan": func() time.Duration { return bottleneck.PeakSpan },
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Queues — otelqueue</title>
-<style>
-body { font-family: system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
-h3 { font-size: 1em; margin-bottom: 0.3em; }
-table { border-collapse: collapse; margin-bottom: 1em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; font-variant-numeric: tabular-nums; }
-th { background: #f3f3f3; } td.num { text-align: right; }
-.key { font-family: ui-monospace, monospace; white-space: nowrap; }
-.standby { color: #a60; font-weight: bold; } .muted, .source { color: #777; }
-dl.figures { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
-dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
-</style>
-</head>
-<body>
-<h1>Queues</h1>
-<p class="muted">At {{.At.Format "2006-01-02 15:04:05.000 MST"}}. Read-only; reload for a new look. <a href="?format=json">JSON</a></p>
-{{with .Recommendation}}<section class="size" id="size">
-<h2>Size</h2>
-{{if .At.IsZero}}<p class="muted" data-field="size">Nothing measured yet.</p>{{else}}<dl class="figures">
-{{range .Queues}}<dt>workers of {{.Name}}</dt><dd data-field="size-workers" data-queue="{{.Name}}"><strong>{{if .Known}}{{.Run}}{{else}}unknown{{end}}</strong> {{.}}</dd>
-{{end}}<dt>CPU</dt><dd data-field="size-cpu">{{if .CPU.Known}}<strong>request {{printf "%.2f" .CPU.Request}}, limit {{printf "%.2f" .CPU.Limit}}</strong> {{end}}{{.CPU}}</dd>
-<dt>memory</dt><dd data-field="size-memory">{{if .Memory.Known}}<strong>request {{mib .Memory.Request}}, limit {{mib .Memory.Limit}}, GOMEMLIMIT={{mib .Memory.GOMEMLIMIT}}B</strong> {{end}}{{.Memory}}</dd>
-<dt>over</dt><dd data-field="size-over">{{if lt .Span peakSpan}}the {{dur .Over}} so far{{else}}the busiest {{dur .Span}} of the last {{dur .Over}}{{end}}</dd>
-</dl>{{end}}
-</section>{{end}}
-{{if not .Queues}}<p id="no-queues">No instrumented queue in this process.</p>{{end}}
-{{range $i, $q := .Queues}}
-<section class="queue" id="{{index $.IDs $i}}" data-queue="{{.Name}}">
-<h2>{{.Name}}{{if .Standby}} <span class="standby" data-field="standby">standby: waiting for leadership</span>{{end}}</h2>
-<dl class="figures">
-<dt>ready (depth)</dt><dd data-field="depth">{{.Depth}}</dd>
-<dt>delayed</dt><dd data-field="delayed">{{.Delayed}}</dd>
-<dt>held (added while in flight)</dt><dd data-field="held">{{.Held}}</dd>
-<dt>in flight</dt><dd data-field="in-flight">{{.InFlight}}</dd>
-<dt>oldest ready key has waited</dt><dd data-field="oldest-pending">{{dur .OldestPending}}</dd>
-{{with .Bottleneck}}<dt>bottleneck</dt><dd><strong class="class" data-field="bottleneck-class">{{if .Class}}{{.Class}}{{else}}unknown{{end}}</strong> <span data-field="bottleneck-verdict">{{.Verdict}}</span></dd>
-<dt>over the last</dt><dd data-field="bottleneck-window">{{dur .Window}}{{if .Workers}}: workers {{.Workers}}, utilization {{printf "%.2f" .Utilization}}{{if .Recommended}}, recommended {{.Recommended}}{{end}}{{end}}; {{printf "%.1f" .Arrivals}} arrivals/s, {{printf "%.1f" .Reconciles}} reconciles/s{{if .MeanWork}} of {{dur .MeanWork}}{{end}}{{if .CPUCores}}; CPU {{printf "%.2f" .CPU}} of {{printf "%.2g" .CPUCores}} cores{{end}}</dd>{{end}}
-{{with .Adaptive}}<dt>adaptive workers</dt><dd data-field="adaptive">{{.Limit}} (min {{.Min}}, max {{.Max}}{{if .Ceiling}}, ceiling {{.Ceiling}}{{end}}{{if .Needed}}, demand {{.Needed}}{{end}}){{if .Changes}}; last change: {{.Reason}}, {{.Detail}}{{end}}</dd>{{end}}
-</dl>
-{{if .Decisions}}<h3>The adaptive pool's last decisions, latest first</h3>
-<table class="decisions"><tr><th>when</th><th>workers</th><th>reason</th><th>figures</th></tr>
-{{range .Decisions}}<tr data-field="decision"><td>{{.At.Format "15:04:05.000"}}</td><td class="num">{{if eq .From .To}}{{.To}} (held){{else}}{{.From}} → {{.To}}{{end}}</td><td>{{.Reason}}</td><td>{{.Detail}}</td></tr>
-{{end}}</table>{{end}}
-<h3>Waiting, by priority, place and reason</h3>
-{{if .Pending}}<table class="pending"><tr><th>priority</th><th>place</th><th>reason</th><th>keys</th></tr>
-{{range .Pending}}<tr data-place="{{.Place}}"><td class="num">{{.Priority}}</td><td>{{.Place}}</td><td>{{.Reason}}</td><td class="num">{{.Keys}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
-<h3>Waiting longest</h3>
-{{if .Oldest}}<table class="oldest"><tr><th>key</th><th>waited</th><th>reason</th><th>trigger</th><th>ready in</th><th>priority</th><th>attempt</th><th>merged adds</th><th>enqueued by trace</th><th>last attempt's trace</th></tr>
-{{range .Oldest}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td class="num">{{dur .Wait}}</td><td>{{.Reason}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="num">{{if .ReadyIn}}{{dur .ReadyIn}}{{end}}</td><td class="num">{{.Priority}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Coalesced}}</td><td class="key">{{template "trace" ($.TraceLink .EnqueuedBy | pair .EnqueuedBy)}}</td><td class="key">{{template "trace" ($.TraceLink .LastAttempt | pair .LastAttempt)}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No key waits.</p>{{end}}
-<h3>In flight, longest first</h3>
-{{if .Running}}<table class="running"><tr><th>key</th><th>running for</th><th>trigger</th><th>trace</th></tr>
-{{range .Running}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td class="num">{{dur .Running}}</td><td data-field="trigger">{{.Trigger}}{{if .Source}} <span class="source" data-field="source">{{.Source}}</span>{{end}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">Nothing in flight.</p>{{end}}
-<h3>Last failures, latest first</h3>
-{{if .Failures}}<table class="failures"><tr><th>key</th><th>when</th><th>outcome</th><th>error</th><th>trace</th></tr>
-{{range .Failures}}<tr data-key="{{.Key}}"><td class="key">{{wbr .Key}}</td><td>{{.At.Format "15:04:05.000"}}</td><td>{{.Outcome}}</td><td class="error">{{.Error}}</td><td class="key">{{template "trace" ($.TraceLink .TraceID | pair .TraceID)}}</td></tr>
-{{end}}</table>{{else}}<p class="muted">No failure since the queue was instrumented.</p>{{end}}
-</section>
-{{end}}
-</body>
-</html>
-{{define "trace"}}{{if .ID}}{{if .Link}}<a href="{{.Link}}">{{.ID}}</a>{{else}}{{.ID}}{{end}}{{end}}{{end}}`))

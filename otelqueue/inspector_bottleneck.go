@@ -6,65 +6,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
-// MinBottleneckWindow is the shortest window an Inspector classifies a
+// minBottleneckWindow is the shortest window an Inspector classifies a
 // queue over: a look sooner than this after the window's start shows the
 // last window's class again (or none yet), so that a script polling the
 // JSON every second does not cut the windows into noise.
-const MinBottleneckWindow = 5 * time.Second
-
-// InspectedBottleneck is what limits a queue (package bottleneck's table)
-// over a window. For a queue the Inspector's Sizer sizes, the window is the
-// Sizer's last (between its last two readings, Sizer.Interval apart, the
-// workers the more of its two ends): the same for every reader and every
-// look until the next reading, with the process's CPU from the first look
-// on. Otherwise it is an Inspector's own: from its previous look that
-// ended a window to this one, or, at its first look at a queue, from when
-// the queue was instrumented, kept apart from other Inspectors'. Either
-// way the window holds whole-queue counters only (scheduler.Stats,
-// ClientStats and the process's CPU): nothing is recorded for it on the
-// queue's hot path.
-type InspectedBottleneck struct {
-	// Class is the bottleneck class (bottleneck.Class), "" while unknown:
-	// the queue's first window is shorter than MinBottleneckWindow, the
-	// queue is standby (nothing limits a queue no worker may take), or keys
-	// came and no reconcile finished in the window (the workers are not
-	// running or are stuck; the control plane's classes excepted).
-	Class string `json:"class"`
-	// Verdict is the figure and threshold that decided the class and what
-	// to change (bottleneck.Verdict's String without its class), or why
-	// there is no class.
-	Verdict string `json:"verdict"`
-	// Since is the window's start (on the queue's clock), Window its
-	// length.
-	Since  time.Time     `json:"since"`
-	Window time.Duration `json:"window_ns"`
-	// Workers is the worker count the window was read with: the adaptive
-	// pool's limit, the Runners' workers, WithWorkers, or the scheduler's
-	// MaxInFlight; 0 when none is known (then the window has no
-	// utilization and no workers class). Recommended is the count the
-	// verdict recommends (bottleneck.Verdict.Recommend), 0 when fewer than
-	// bottleneck.MinReconciles reconciles finished.
-	Workers     int `json:"workers"`
-	Recommended int `json:"recommended,omitempty"`
-	// Utilization is the workers' busy time over the time they had;
-	// Arrivals and Reconciles are per second; MeanWork is the mean time of
-	// a reconcile that finished.
-	Utilization float64       `json:"utilization"`
-	Arrivals    float64       `json:"arrivals_per_second"`
-	Reconciles  float64       `json:"reconciles_per_second"`
-	MeanWork    time.Duration `json:"mean_work_ns"`
-	// CPU is the process's CPU cores used over the window, CPUCores those
-	// it has; both 0 when unknown (the first window, a queue on a fake
-	// clock, or a platform procstat cannot read).
-	CPU      float64 `json:"cpu_used_cores,omitempty"`
-	CPUCores float64 `json:"cpu_cores,omitempty"`
-}
+const minBottleneckWindow = 5 * time.Second
 
 // queueReading is one reading of a queue's cumulative counters, the end
 // of one of an Inspector's windows and the start of the next.
@@ -85,7 +39,7 @@ type queueReading struct {
 // window, and the last window's class.
 type look struct {
 	from queueReading
-	last *InspectedBottleneck
+	last *inspect.Bottleneck
 }
 
 // processReading is what an Inspector's look reads once for every queue
@@ -116,9 +70,9 @@ func (in *inspectable) reading(at time.Time, st scheduler.Stats, proc *processRe
 
 // bottleneckOf returns the class of the queue in over the window from the
 // Inspector's last look at it to cur, and starts the next window; a window
-// shorter than MinBottleneckWindow shows the last class again. A nil
+// shorter than minBottleneckWindow shows the last class again. A nil
 // Inspector keeps no state: its window starts at the registration.
-func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int, standby bool) *InspectedBottleneck {
+func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int, standby bool) *inspect.Bottleneck {
 	var lk *look
 	if i != nil {
 		i.mu.Lock()
@@ -135,13 +89,13 @@ func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int,
 		lk = &look{from: in.start}
 	}
 	d := cur.at.Sub(lk.from.at)
-	if d < MinBottleneckWindow {
+	if d < minBottleneckWindow {
 		if lk.last != nil {
 			return lk.last
 		}
-		return &InspectedBottleneck{
+		return &inspect.Bottleneck{
 			Since: lk.from.at, Window: max(0, d), Workers: workers,
-			Verdict: fmt.Sprintf("measuring: the first window ends %s after the queue was instrumented; look again then", MinBottleneckWindow),
+			Verdict: fmt.Sprintf("measuring: the first window ends %s after the queue was instrumented; look again then", minBottleneckWindow),
 		}
 	}
 	b := classifyWindow(lk.from, cur, workers)
@@ -155,7 +109,7 @@ func (i *Inspector) bottleneckOf(in *inspectable, cur queueReading, workers int,
 
 // classifyWindow classifies the window from a to b as the examples'
 // summary line does (package bottleneck's Window).
-func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
+func classifyWindow(a, b queueReading, workers int) *inspect.Bottleneck {
 	w := queueWindow(a, b, workers)
 	if w.Client.Used && a.cpuKnown && b.cpuKnown {
 		// The API server's figures count for a queue whose reconciles
@@ -170,7 +124,7 @@ func classifyWindow(a, b queueReading, workers int) *InspectedBottleneck {
 
 // inspectedBottleneck is what the page says of the window w, which began
 // at since.
-func inspectedBottleneck(w bottleneck.Window, since time.Time) *InspectedBottleneck {
+func inspectedBottleneck(w bottleneck.Window, since time.Time) *inspect.Bottleneck {
 	workers := w.Workers
 	v := w.Classify()
 	// The figures of bottleneck.Verdict's String, without its
@@ -189,7 +143,7 @@ func inspectedBottleneck(w bottleneck.Window, since time.Time) *InspectedBottlen
 	case workers <= 0 && v.Class == bottleneck.None:
 		verdict = "no limit found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"
 	}
-	out := &InspectedBottleneck{
+	out := &inspect.Bottleneck{
 		Class: class, Verdict: verdict,
 		Since: since, Window: w.Duration, Workers: workers,
 		Utilization: w.Utilization(), Arrivals: w.Arrivals(), MeanWork: w.MeanWork(),

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -26,7 +28,7 @@ func TestInspectorSize(t *testing.T) {
 	e.run(t, 30*time.Second, 20, 2, 20*time.Millisecond)
 	h := &otelqueue.Inspector{Sizer: e.sizer}
 	_, body := get(t, h, http.MethodGet, "/?format=json", "")
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, body)
 	}
@@ -87,7 +89,7 @@ func TestInspectorPlaces(t *testing.T) {
 	q.Done("ns/was-held") // ready now, having waited held
 
 	_, body := get(t, &otelqueue.Inspector{}, http.MethodGet, "/?format=json", "")
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,7 @@ func ExampleInspector() {
 	// http.ListenAndServe("127.0.0.1:9464", mux) in a program; here one request:
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/queues?format=json", nil))
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil {
 		panic(err)
 	}
@@ -184,7 +186,7 @@ func TestInspectorHostileInput(t *testing.T) {
 	inspectedQueue(t, "twin")
 
 	_, body := get(t, &otelqueue.Inspector{}, http.MethodGet, "/?format=json", "")
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, body)
 	}
@@ -224,10 +226,10 @@ func TestInspectorHostileInput(t *testing.T) {
 func TestInspectorSizerWindow(t *testing.T) {
 	e := newSizerEnv(t, 4)
 	e.run(t, 30*time.Second, 20, 2, 20*time.Millisecond)
-	look := func(h *otelqueue.Inspector) otelqueue.InspectedBottleneck {
+	look := func(h *otelqueue.Inspector) inspect.Bottleneck {
 		t.Helper()
 		_, body := get(t, h, http.MethodGet, "/?format=json", "")
-		var page otelqueue.InspectorPage
+		var page inspect.Page
 		if err := json.Unmarshal([]byte(body), &page); err != nil {
 			t.Fatal(err)
 		}

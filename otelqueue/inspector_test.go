@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -63,7 +65,7 @@ func get(t *testing.T, h http.Handler, method, path, accept string) (*http.Respo
 }
 
 // queueOf returns the queue named name on page, failing the test if absent.
-func queueOf(t *testing.T, page otelqueue.InspectorPage, name string) otelqueue.InspectedQueue {
+func queueOf(t *testing.T, page inspect.Page, name string) inspect.Queue {
 	t.Helper()
 	for _, q := range page.Queues {
 		if q.Name == name {
@@ -71,7 +73,7 @@ func queueOf(t *testing.T, page otelqueue.InspectorPage, name string) otelqueue.
 		}
 	}
 	t.Fatalf("queue %q is not on the page (%d queues)", name, len(page.Queues))
-	return otelqueue.InspectedQueue{}
+	return inspect.Queue{}
 }
 
 // TestInspector: the JSON and the HTML page show a queue's keys waiting
@@ -98,7 +100,7 @@ func TestInspector(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("JSON: %s %s\n%s", resp.Status, resp.Header.Get("Content-Type"), body)
 	}
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, body)
 	}
@@ -249,7 +251,7 @@ func TestInspectorFailures(t *testing.T) {
 	q.Add("ns/fails")
 	q.Add("ns/panics")
 	q.Add("ns/ok")
-	var page []otelqueue.InspectedFailure
+	var page []inspect.Failure
 	testutil.WaitFor(t, "two failures listed", func() bool {
 		page = queueOf(t, (&otelqueue.Inspector{}).Page(), "inspected-failures").Failures
 		return len(page) >= 2
@@ -258,7 +260,7 @@ func TestInspectorFailures(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]otelqueue.InspectedFailure{}
+	byKey := map[string]inspect.Failure{}
 	for _, f := range page {
 		byKey[f.Key] = f
 	}
@@ -411,7 +413,7 @@ func TestInspectorConcurrent(t *testing.T) {
 					continue
 				}
 				resp, body := get(t, h, http.MethodGet, "/debug/queues?format=json", "")
-				var page otelqueue.InspectorPage
+				var page inspect.Page
 				if err := json.Unmarshal([]byte(body), &page); resp.StatusCode != http.StatusOK || err != nil {
 					t.Errorf("JSON page: %s, %v", resp.Status, err)
 					continue

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"weak"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
@@ -254,16 +256,16 @@ func (i *Instrumentation) ClientStats() ClientStats {
 	return i.client.stats()
 }
 
-// AdaptiveStats returns the state of the queue's adaptive worker pool
+// inspect.Pool returns the state of the queue's adaptive worker pool
 // (AdaptiveWorkers, given to Instrument or to a Runner of the queue), and
 // false when the queue has none running.
-func (i *Instrumentation) AdaptiveStats() (AdaptiveStats, bool) {
+func (i *Instrumentation) AdaptiveStats() (inspect.Pool, bool) {
 	if i == nil || i.b == nil {
-		return AdaptiveStats{}, false
+		return inspect.Pool{}, false
 	}
 	p := i.b.pool.Load()
 	if p == nil {
-		return AdaptiveStats{}, false
+		return inspect.Pool{}, false
 	}
 	return p.Stats(), true
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 	"weak"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel/metric"
@@ -66,9 +68,9 @@ type pool struct {
 	blind    bool // the queue was not instrumented at the last evaluation
 	ctl      *controller
 	prev     snapshot
-	stats    AdaptiveStats
-	changes  map[Reason]uint64 // by reason
-	recent   decisionLog       // the last decisions, for the Inspector
+	stats    inspect.Pool
+	changes  map[poolReason]uint64 // by reason
+	recent   decisionLog           // the last decisions, for the Inspector
 }
 
 // snapshot is a read of every cumulative signal.
@@ -118,7 +120,7 @@ func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWork
 		p.readCPU, p.readServer = procstat.Read, clientwork.ReadServer
 	}
 	p.limit.Store(int64(start))
-	p.stats = AdaptiveStats{Limit: start, Min: lo, Max: hi}
+	p.stats = inspect.Pool{Limit: start, Min: lo, Max: hi}
 	return p
 }
 
@@ -178,7 +180,7 @@ func (p *pool) run(stop, shutDown, gone <-chan struct{}) {
 }
 
 // Stats returns the pool's state.
-func (p *pool) Stats() AdaptiveStats {
+func (p *pool) Stats() inspect.Pool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.stats
@@ -187,7 +189,7 @@ func (p *pool) Stats() AdaptiveStats {
 }
 
 // decisions returns the pool's last decisions, the latest first.
-func (p *pool) decisions() []InspectedDecision {
+func (p *pool) decisions() []inspect.Decision {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.recent.last()
@@ -195,7 +197,7 @@ func (p *pool) decisions() []InspectedDecision {
 
 // observeChanges reports the changes by reason; byReason holds the
 // attribute sets of the reasons.
-func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter, byReason map[Reason]metric.ObserveOption) {
+func (p *pool) observeChanges(o metric.Observer, c metric.Int64ObservableCounter, byReason map[poolReason]metric.ObserveOption) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for reason, n := range p.changes {
@@ -326,12 +328,12 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		p.apply(d.to)
 		p.stats.Changes++
 		if p.changes == nil {
-			p.changes = make(map[Reason]uint64)
+			p.changes = make(map[poolReason]uint64)
 		}
 		p.changes[d.reason]++
 	}
-	p.stats.Reason, p.stats.Detail, p.stats.Changed = d.reason, d.detail, now
-	p.recent.add(InspectedDecision{At: now, From: from, To: d.to, Reason: d.reason, Detail: d.detail})
+	p.stats.Reason, p.stats.Detail, p.stats.Changed = string(d.reason), d.detail, now
+	p.recent.add(inspect.Decision{At: now, From: from, To: d.to, Reason: string(d.reason), Detail: d.detail})
 	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", d.to, "reason", d.reason,
 		"detail", d.detail, "needed", f.needed, "busy", round2(f.busy), "usable", round2(f.usable),
 		"wait", round(f.wait), "ceiling", p.ctl.ceiling)
@@ -365,9 +367,9 @@ func (p *pool) uninstrumented(now time.Time) {
 		p.apply(to)
 	}
 	detail := fmt.Sprintf("the queue is not instrumented any more (Instrumentation.Stop): the pool sees no load, and runs %d workers until it is instrumented again", to)
-	p.stats.Reason, p.stats.Detail, p.stats.Changed, p.stats.Ceiling = ReasonUninstrumented, detail, now, 0
-	p.recent.add(InspectedDecision{At: now, From: from, To: to, Reason: ReasonUninstrumented, Detail: detail})
-	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", to, "reason", ReasonUninstrumented, "detail", detail)
+	p.stats.Reason, p.stats.Detail, p.stats.Changed, p.stats.Ceiling = string(reasonUninstrumented), detail, now, 0
+	p.recent.add(inspect.Decision{At: now, From: from, To: to, Reason: string(reasonUninstrumented), Detail: detail})
+	p.logger().Info("adaptive workers", "queue", p.queue, "from", from, "to", to, "reason", reasonUninstrumented, "detail", detail)
 }
 
 // round2 rounds to two decimals for a log line.

@@ -214,8 +214,8 @@ func TestPoolUninstrumented(t *testing.T) {
 		p.evaluate(fc.Now(), nil)
 	}
 	st := p.Stats()
-	if st.Limit != 8 || s.MaxInFlight() != 8 || st.Reason != ReasonUninstrumented {
-		t.Errorf("after Stop: %+v, queue limit %d; want 8 for %s", st, s.MaxInFlight(), ReasonUninstrumented)
+	if st.Limit != 8 || s.MaxInFlight() != 8 || st.Reason != string(reasonUninstrumented) {
+		t.Errorf("after Stop: %+v, queue limit %d; want 8 for %s", st, s.MaxInFlight(), reasonUninstrumented)
 	}
 	if d := p.decisions(); len(d) != 1 || d[0].From != 1 || d[0].To != 8 {
 		t.Errorf("decisions %+v, want one, 1 → 8", d)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/utils/clock"
 
@@ -288,15 +290,15 @@ func (r *Runner[K]) startPool(a AdaptiveWorkers) (*pool, error) {
 	return p, nil
 }
 
-// AdaptiveStats returns the state of the Runner's adaptive pool, and false
+// inspect.Pool returns the state of the Runner's adaptive pool, and false
 // when it has none (no AdaptiveWorkers) or Run is not running.
-func (r *Runner[K]) AdaptiveStats() (AdaptiveStats, bool) {
+func (r *Runner[K]) AdaptiveStats() (inspect.Pool, bool) {
 	if r == nil {
-		return AdaptiveStats{}, false
+		return inspect.Pool{}, false
 	}
 	p := r.pool.Load()
 	if p == nil {
-		return AdaptiveStats{}, false
+		return inspect.Pool{}, false
 	}
 	return p.Stats(), true
 }

@@ -229,7 +229,7 @@ var simCPU = &simScenario{
 }
 
 // simDownstream are the reasons of a change for a limit downstream.
-var simDownstream = []Reason{ReasonClientRateLimit, ReasonServerThrottling, ReasonLatencyGradient, "cpu"}
+var simDownstream = []poolReason{reasonClientRateLimit, reasonServerThrottling, reasonLatencyGradient, "cpu"}
 
 // phaseTargets returns the targets phase i missed on its settled part:
 // throughput ≥ 0.9 × min(the best fixed count's, asked: a count still
@@ -258,7 +258,7 @@ func (r *simReport) phaseTargets(i int, asked float64, floor time.Duration) []st
 	// A shrink for low utilization waits out the highest demand of the
 	// pool's shrink window: it settles within the settling window after it.
 	shrinkWindow := shrinkWindowIntervals * DefaultAdaptiveInterval
-	if a.settledAt > r.sc.settle && !(a.settledBy == ReasonLowUtilization && a.settledAt <= r.sc.settle+shrinkWindow) {
+	if a.settledAt > r.sc.settle && !(a.settledBy == reasonLowUtilization && a.settledAt <= r.sc.settle+shrinkWindow) {
 		misses = append(misses, fmt.Sprintf("%s: settled after %v > %v (+ %v for a shrink for low utilization)", ph.name, a.settledAt, r.sc.settle, shrinkWindow))
 	}
 	if a.reversals > 2 {
@@ -392,7 +392,7 @@ func cpuTargets(r *simReport) (notes, misses []string) {
 		for _, c := range r.adaptive.phases[i].changes {
 			switch {
 			case c.at < 20*time.Second:
-			case c.to > c.from && c.reason != ReasonProbe:
+			case c.to > c.from && c.reason != reasonProbe:
 				misses = append(misses, fmt.Sprintf("%s: %ds %d→%d %s grows the limit, which only a probe may", ph.name, int(c.at.Seconds()), c.from, c.to, c.reason))
 			case c.to < c.from && c.reason != "cpu":
 				misses = append(misses, fmt.Sprintf("%s: %ds %d→%d shrinks for %s, not cpu", ph.name, int(c.at.Seconds()), c.from, c.to, c.reason))

@@ -124,7 +124,7 @@ func simWait(d, round time.Duration) string {
 type simChange struct {
 	at       time.Duration
 	from, to int
-	reason   Reason
+	reason   poolReason
 }
 
 // simPhaseResult is what one run did in one phase, over the phase and over
@@ -139,7 +139,7 @@ type simPhaseResult struct {
 	prompt                        float64       // of the settled attempts of the events' keys, the share that waited at most simPrompt
 	settledEvents                 float64       // the events' adds per second in the settled part
 	settledAt                     time.Duration // after the phase start: its last change but probes
-	settledBy                     Reason        // that change's reason
+	settledBy                     poolReason    // that change's reason
 	reversals                     int           // changes of direction after settledAt
 	changes                       []simChange
 }
@@ -408,7 +408,7 @@ func (e *simEngine) noteChange() {
 	if l := e.limit(); l != e.lastLimit {
 		st := e.p.Stats()
 		ps := &e.sums[e.phase]
-		ps.changes = append(ps.changes, simChange{at: e.now - e.phaseAt, from: e.lastLimit, to: l, reason: st.Reason})
+		ps.changes = append(ps.changes, simChange{at: e.now - e.phaseAt, from: e.lastLimit, to: l, reason: poolReason(st.Reason)})
 		e.lastLimit = l
 	}
 }
@@ -518,12 +518,12 @@ func p99(ws []time.Duration) time.Duration {
 // settling returns when a phase settled (its last change but probes and
 // their reverts, 0 for none), that change's reason, and the changes of
 // direction after it.
-func settling(changes []simChange) (time.Duration, Reason, int) {
+func settling(changes []simChange) (time.Duration, poolReason, int) {
 	var at time.Duration
-	var by Reason
+	var by poolReason
 	last := -1
 	for i, c := range changes {
-		probe := c.reason == ReasonProbe || (i > 0 && changes[i-1].reason == ReasonProbe && c.to < c.from)
+		probe := c.reason == reasonProbe || (i > 0 && changes[i-1].reason == reasonProbe && c.to < c.from)
 		if !probe {
 			at, by, last = c.at, c.reason, i
 		}

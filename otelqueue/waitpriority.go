@@ -17,8 +17,8 @@ import (
 // that the wait of real changes can be told from that of
 // controller-runtime's initial list and resyncs (handler.LowPriority): the
 // queue's attributes and `priority`,
-// for at most MaxPriorities priorities per queue, priority 0 among them,
-// and PriorityOverflow for the rest, as the depth is bounded. A priority
+// for at most maxPriorities priorities per queue, priority 0 among them,
+// and priorityOverflow for the rest, as the depth is bounded. A priority
 // is learned at its first record; priority 0, the default, costs no
 // lookup.
 type waitByPriority struct {
@@ -28,14 +28,14 @@ type waitByPriority struct {
 
 	mu       sync.Mutex // serialises learning
 	known    atomic.Pointer[map[int][]metric.RecordOption]
-	full     atomic.Bool // MaxPriorities learned: the rest overflow
+	full     atomic.Bool // maxPriorities learned: the rest overflow
 	overflow []metric.RecordOption
 }
 
 func newWaitByPriority(hist metric.Float64Histogram, attrs attribute.Set) *waitByPriority {
 	w := &waitByPriority{hist: hist, base: attrs.ToSlice()}
 	w.zero = w.option("0")
-	w.overflow = w.option(PriorityOverflow)
+	w.overflow = w.option(priorityOverflow)
 	return w
 }
 
@@ -61,7 +61,7 @@ func (w *waitByPriority) options(p int) []metric.RecordOption {
 }
 
 // learn gives p its own series, copying the map so that readers take no
-// lock, unless MaxPriorities are known.
+// lock, unless maxPriorities are known.
 func (w *waitByPriority) learn(p int) []metric.RecordOption {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -72,7 +72,7 @@ func (w *waitByPriority) learn(p int) []metric.RecordOption {
 		}
 		m = maps.Clone(*old)
 	}
-	if len(m)+1 >= MaxPriorities { // +1: priority 0
+	if len(m)+1 >= maxPriorities { // +1: priority 0
 		w.full.Store(true)
 		return w.overflow
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/otelqueue/otelqueue/inspect"
 	"context"
 	"fmt"
 	"log"
@@ -176,11 +177,11 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Standby: standby, Sizer: sizer}
 		if cfg.Adaptive.On() {
 			m.Range = cfg.Adaptive
-			m.Adaptive = func() (otelqueue.AdaptiveStats, bool) {
+			m.Adaptive = func() (inspect.Pool, bool) {
 				if q := otq.Queue(); q != nil {
 					return q.Instrumentation().AdaptiveStats()
 				}
-				return otelqueue.AdaptiveStats{}, false
+				return inspect.Pool{}, false
 			}
 		}
 		var elected <-chan struct{}

@@ -12,14 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/go-logr/logr"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
 func TestMain(m *testing.M) {
@@ -120,7 +120,7 @@ func TestExampleOnFakeCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the queue inspector: %v", err)
 	}
-	var page otelqueue.InspectorPage
+	var page inspect.Page
 	err = json.NewDecoder(resp.Body).Decode(&page)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK {

@@ -1,6 +1,7 @@
 package examplecluster
 
 import (
+	"github.com/otelqueue/otelqueue/inspect"
 	"fmt"
 	"strings"
 	"sync"
@@ -284,7 +285,7 @@ func (w Window) recommend(rec int) string {
 // pool's state st: "workers=12 (adaptive 1..32, last: demand, 3 changes)",
 // with "ceiling N, " before "last" while a downstream limit holds the pool
 // under N, and "no change yet" instead of the last change before the first.
-func AdaptiveSummary(st otelqueue.AdaptiveStats) string {
+func AdaptiveSummary(st inspect.Pool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workers=%d (adaptive %d..%d, ", st.Limit, st.Min, st.Max)
 	if st.Ceiling > 0 {
@@ -398,7 +399,7 @@ type Meter struct {
 	// Instrumentation's AdaptiveStats); nil: a fixed count. With a pool,
 	// the line starts with AdaptiveSummary, and its utilization and
 	// recommendation are for the pool's count at the reading.
-	Adaptive func() (otelqueue.AdaptiveStats, bool)
+	Adaptive func() (inspect.Pool, bool)
 	// Range is -adaptive-workers, for the recommendation.
 	Range AdaptiveRange
 	// Busy returns the workers' busy time until now (those in a reconcile
@@ -439,7 +440,7 @@ type Reading struct {
 	Server  bottleneck.APIServerCounters
 	Watches kubeclient.WatchStats
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
-	Adaptive   otelqueue.AdaptiveStats
+	Adaptive   inspect.Pool
 	AdaptiveOK bool
 	// CPU is the process's CPU (procstat.Read).
 	CPU procstat.Sample

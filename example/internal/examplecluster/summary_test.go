@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/inspect"
+
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/kubeclient"
-	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -256,16 +257,16 @@ func TestBusyCountsRunningReconciles(t *testing.T) {
 
 func TestAdaptiveSummary(t *testing.T) {
 	for _, tc := range []struct {
-		st   otelqueue.AdaptiveStats
+		st   inspect.Pool
 		want string
 	}{
-		{otelqueue.AdaptiveStats{Limit: 2, Min: 1, Max: 32}, "workers=2 (adaptive 1..32, no change yet)"},
-		{otelqueue.AdaptiveStats{Limit: 12, Min: 1, Max: 32, Changes: 3, Reason: otelqueue.ReasonDemand}, "workers=12 (adaptive 1..32, last: demand, 3 changes)"},
-		{otelqueue.AdaptiveStats{Limit: 4, Min: 1, Max: 32, Changes: 1, Reason: otelqueue.ReasonLowUtilization}, "workers=4 (adaptive 1..32, last: low-utilization, 1 change)"},
-		{otelqueue.AdaptiveStats{Limit: 2, Min: 1, Max: 32, Ceiling: 2, Changes: 2, Reason: otelqueue.ReasonClientRateLimit}, "workers=2 (adaptive 1..32, ceiling 2, last: client-rate-limit, 2 changes)"},
+		{inspect.Pool{Limit: 2, Min: 1, Max: 32}, "workers=2 (adaptive 1..32, no change yet)"},
+		{inspect.Pool{Limit: 12, Min: 1, Max: 32, Changes: 3, Reason: "demand"}, "workers=12 (adaptive 1..32, last: demand, 3 changes)"},
+		{inspect.Pool{Limit: 4, Min: 1, Max: 32, Changes: 1, Reason: "low-utilization"}, "workers=4 (adaptive 1..32, last: low-utilization, 1 change)"},
+		{inspect.Pool{Limit: 2, Min: 1, Max: 32, Ceiling: 2, Changes: 2, Reason: "client-rate-limit"}, "workers=2 (adaptive 1..32, ceiling 2, last: client-rate-limit, 2 changes)"},
 		// A decision that kept the count (the downstream got slower for
 		// everyone) is the last one, with no change counted.
-		{otelqueue.AdaptiveStats{Limit: 8, Min: 2, Max: 8, Reason: otelqueue.ReasonSlowerForAll}, "workers=8 (adaptive 2..8, last: slower-for-all, 0 changes)"},
+		{inspect.Pool{Limit: 8, Min: 2, Max: 8, Reason: "slower-for-all"}, "workers=8 (adaptive 2..8, last: slower-for-all, 0 changes)"},
 	} {
 		if got := AdaptiveSummary(tc.st); got != tc.want {
 			t.Errorf("AdaptiveSummary(%+v) = %q, want %q", tc.st, got, tc.want)
@@ -286,7 +287,7 @@ func TestLineWithAdaptiveWorkers(t *testing.T) {
 	// busy at 0.5, Little's law 8/s × 1 s / 0.7 = 12.
 	cur := Reading{At: t0.Add(5 * time.Second), Busy: 40 * time.Second, Reconciles: 40,
 		Queue:    scheduler.Stats{Adds: 40},
-		Adaptive: otelqueue.AdaptiveStats{Limit: 16, Min: 1, Max: 32, Changes: 3, Reason: otelqueue.ReasonDemand}, AdaptiveOK: true}
+		Adaptive: inspect.Pool{Limit: 16, Min: 1, Max: 32, Changes: 3, Reason: "demand"}, AdaptiveOK: true}
 	l := m.Line(prev, cur)
 	if !strings.HasPrefix(l, "workers=16 (adaptive 1..32, last: demand, 3 changes) adds/s=8.0 ") || !strings.Contains(l, " utilization=0.50 ") {
 		t.Errorf("adaptive at 16: %q", l)
