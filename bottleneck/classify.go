@@ -125,25 +125,25 @@ func (c CPUUse) maxProcsBound() (float64, bool) {
 // Value returns the value of signal s and whether it was measured.
 func (f Figures) Value(s Signal) (float64, bool) {
 	switch s {
-	case SignalAPIServerUnavailable:
+	case signalAPIServerUnavailable:
 		return f.APIServer.Unavailable, f.APIServer.Known
-	case SignalAPIServerLatency:
+	case signalAPIServerLatency:
 		return f.APIServer.Latency.Seconds(), f.APIServer.Known && f.APIServer.LatencyKnown
-	case SignalCPUUtilization:
+	case signalCPUUtilization:
 		return f.CPU.Utilization(), f.CPU.Known && f.CPU.Cores > 0
-	case SignalCPUMaxProcs:
+	case signalCPUMaxProcs:
 		return f.CPU.maxProcsBound()
-	case SignalCPUWaitShare:
+	case signalCPUWaitShare:
 		return f.CPUWaitShare, f.CPUWaitKnown
-	case SignalCPUThrottled:
+	case signalCPUThrottled:
 		return f.CPU.Throttled, f.CPU.Known && f.CPU.ThrottledKnown
-	case SignalRetryAfterShare:
+	case signalRetryAfterShare:
 		return f.RetryAfterShare, f.Client
-	case SignalRateLimiterShare:
+	case signalRateLimiterShare:
 		return f.RateLimiterShare, f.Client
-	case SignalErrorRetries:
+	case signalErrorRetries:
 		return f.ErrorRetries, f.AddsKnown
-	case SignalWorkersNeeded:
+	case signalWorkersNeeded:
 		if f.Workers <= 0 || !f.WorkKnown {
 			return 0, false
 		}
@@ -171,7 +171,7 @@ func Classify(f Figures) Verdict {
 		if !ok || !r.holds(v) {
 			continue
 		}
-		if r.Signal == SignalWorkersNeeded {
+		if r.Signal == signalWorkersNeeded {
 			v = float64(f.LittlesLaw)
 		}
 		return Verdict{Class: r.Class, Rule: r, Figure: v}

@@ -21,26 +21,26 @@ func neutral() Figures {
 // set returns f with signal s at v.
 func set(f Figures, s Signal, v float64) Figures {
 	switch s {
-	case SignalAPIServerUnavailable:
+	case signalAPIServerUnavailable:
 		f.APIServer.Unavailable = v
-	case SignalAPIServerLatency:
+	case signalAPIServerLatency:
 		f.APIServer.Latency = time.Duration(math.Round(v * float64(time.Second)))
-	case SignalCPUUtilization:
+	case signalCPUUtilization:
 		f.CPU.Used = v * f.CPU.Cores
-	case SignalCPUThrottled:
+	case signalCPUThrottled:
 		f.CPU.Throttled = v
-	case SignalCPUMaxProcs:
+	case signalCPUMaxProcs:
 		// GOMAXPROCS 1 on 2 CPUs: the process has 1 core, and used v.
 		f.CPU.MaxProcs, f.CPU.Available, f.CPU.Cores, f.CPU.Used = 1, 2, 1, v
-	case SignalCPUWaitShare:
+	case signalCPUWaitShare:
 		f.CPUWaitShare = v
-	case SignalRetryAfterShare:
+	case signalRetryAfterShare:
 		f.RetryAfterShare = v
-	case SignalRateLimiterShare:
+	case signalRateLimiterShare:
 		f.RateLimiterShare = v
-	case SignalErrorRetries:
+	case signalErrorRetries:
 		f.ErrorRetries = v
-	case SignalWorkersNeeded:
+	case signalWorkersNeeded:
 		f.LittlesLaw = int(math.Round(v * float64(f.Workers)))
 	}
 	return f
@@ -52,7 +52,7 @@ func set(f Figures, s Signal, v float64) Figures {
 func TestRuleBoundaries(t *testing.T) {
 	for _, r := range Rules() {
 		step := 0.01
-		if r.Signal == SignalWorkersNeeded {
+		if r.Signal == signalWorkersNeeded {
 			step = 0.1 // one worker of ten
 		}
 		for _, tc := range []struct {
@@ -96,7 +96,7 @@ func TestPrecedence(t *testing.T) {
 		if v.Rule.Signal != r.Signal && v.Rule.Class == r.Class {
 			t.Fatalf("rule %v held, want %v (the first of its class that holds)", v.Rule, r)
 		}
-		if r.Signal == SignalCPUMaxProcs {
+		if r.Signal == signalCPUMaxProcs {
 			// GOMAXPROCS no longer below the cores: the utilization, of
 			// the same CPU, is the next rule's.
 			f.CPU.Available = float64(f.CPU.MaxProcs)
@@ -210,10 +210,10 @@ func TestVerdictString(t *testing.T) {
 		v    Verdict
 		want string
 	}{
-		{Classify(set(neutral(), SignalCPUUtilization, 0.95)), "bottleneck=cpu (cpu_utilization 0.95 >= 0.9: give the controller more CPU"},
-		{Classify(set(neutral(), SignalRateLimiterShare, 0.62)), "bottleneck=client-rate-limit (rate_limiter_share 0.62 >= 0.25: raise the client's QPS/Burst"},
-		{Classify(set(neutral(), SignalErrorRetries, 0.6)), "bottleneck=errors (error_retries 0.60 > 0.5: fix the reconcile's errors"},
-		{Classify(set(neutral(), SignalWorkersNeeded, 1.2)), "bottleneck=workers (Little's law 12 > configured)"},
+		{Classify(set(neutral(), signalCPUUtilization, 0.95)), "bottleneck=cpu (cpu_utilization 0.95 >= 0.9: give the controller more CPU"},
+		{Classify(set(neutral(), signalRateLimiterShare, 0.62)), "bottleneck=client-rate-limit (rate_limiter_share 0.62 >= 0.25: raise the client's QPS/Burst"},
+		{Classify(set(neutral(), signalErrorRetries, 0.6)), "bottleneck=errors (error_retries 0.60 > 0.5: fix the reconcile's errors"},
+		{Classify(set(neutral(), signalWorkersNeeded, 1.2)), "bottleneck=workers (Little's law 12 > configured)"},
 		{Classify(neutral()), "bottleneck=none (utilization 0.50)"},
 	} {
 		if s := tc.v.String(); !strings.HasPrefix(s, tc.want) {
@@ -293,7 +293,7 @@ func TestCPUSignals(t *testing.T) {
 	f = neutral()
 	f.CPU.MaxProcs, f.CPU.Available, f.CPU.Cores, f.CPU.Used = 1, 2, 1, 0.95
 	v := Classify(f)
-	if v.Class != CPU || v.Rule.Signal != SignalCPUMaxProcs || !strings.Contains(v.Rule.Change, "raise GOMAXPROCS") {
+	if v.Class != CPU || v.Rule.Signal != signalCPUMaxProcs || !strings.Contains(v.Rule.Change, "raise GOMAXPROCS") {
 		t.Errorf("GOMAXPROCS 1 of 2 CPUs, 0.95 used: %v, want cpu by GOMAXPROCS, saying to raise it", v)
 	}
 	for _, c := range []CPUUse{
@@ -310,7 +310,7 @@ func TestCPUSignals(t *testing.T) {
 	// the workers worked (0.3 of the work time), and got 0.4 of 2 cores.
 	w := Window{Duration: 10 * time.Second, Workers: 4, Adds: 200, Reconciles: 200, Busy: 40 * time.Second,
 		CPU: CPUUse{Known: true, Used: 0.4, Cores: 2, MaxProcs: 2, Available: 2, RunDelay: 1.2, RunDelayKnown: true}}
-	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare || math.Abs(v.Figure-0.3) > 1e-9 || !strings.Contains(v.Rule.Change, "CPU request") {
+	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != signalCPUWaitShare || math.Abs(v.Figure-0.3) > 1e-9 || !strings.Contains(v.Rule.Change, "CPU request") {
 		t.Errorf("a busy node: %v, want cpu by the CPU wait, 0.3 of the work time, saying to raise the request", v)
 	}
 	if st, ok := w.CPU.Starved(); !ok || math.Abs(st-0.75) > 1e-9 {
@@ -341,7 +341,7 @@ func TestCPUSignals(t *testing.T) {
 	}
 	// Busy a quarter of the time, the same queue is judged by the wait.
 	q.Busy, q.CPU.RunDelay = 10*time.Second, 0.5
-	if v := q.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUWaitShare || math.Abs(v.Figure-0.5) > 1e-9 {
+	if v := q.Classify(); v.Class != CPU || v.Rule.Signal != signalCPUWaitShare || math.Abs(v.Figure-0.5) > 1e-9 {
 		t.Errorf("a queue busy a quarter of its time, the wait half its work time: %v, want cpu by the CPU wait, 0.5", v)
 	}
 	// A queue that is a small part of a busy process: its workers are busy

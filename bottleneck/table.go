@@ -45,46 +45,47 @@ const (
 	None Class = "none"
 )
 
-// Signal names a figure a rule reads (Figures.Value). Its string is the
-// name the docs and the generated artifacts use.
+// Signal names a figure a rule reads (Figures.Value): the Signal of a
+// Rule of Rules. Its string is the name the docs and the generated
+// artifacts use.
 type Signal string
 
-// The signals.
+// The signals, one per rule.
 const (
-	// SignalAPIServerUnavailable is the share of the process's API round
+	// signalAPIServerUnavailable is the share of the process's API round
 	// trips that failed for the API server (APIServerUse.Unavailable).
-	SignalAPIServerUnavailable Signal = "apiserver_unavailable"
-	// SignalCPUUtilization is the CPU the process used over the cores it
+	signalAPIServerUnavailable Signal = "apiserver_unavailable"
+	// signalCPUUtilization is the CPU the process used over the cores it
 	// has: the cgroup's quota, else GOMAXPROCS (0..1, a little above with
 	// rounding).
-	SignalCPUUtilization Signal = "cpu_utilization"
-	// SignalCPUThrottled is the share of the cgroup's enforcement periods
+	signalCPUUtilization Signal = "cpu_utilization"
+	// signalCPUThrottled is the share of the cgroup's enforcement periods
 	// in which the process was throttled (0..1).
-	SignalCPUThrottled Signal = "cpu_throttled"
-	// SignalCPUMaxProcs is the CPU the process used over GOMAXPROCS, read
+	signalCPUThrottled Signal = "cpu_throttled"
+	// signalCPUMaxProcs is the CPU the process used over GOMAXPROCS, read
 	// only when GOMAXPROCS is below the cores it may use (the node's CPUs,
 	// its quota): then GOMAXPROCS, not the CPU, is its limit (0..1).
-	SignalCPUMaxProcs Signal = "cpu_maxprocs"
-	// SignalCPUWaitShare is the time the process's threads waited on the
+	signalCPUMaxProcs Signal = "cpu_maxprocs"
+	// signalCPUWaitShare is the time the process's threads waited on the
 	// node's run queues for a CPU over the queue's work time (Figures.CPUWaitShare).
-	SignalCPUWaitShare Signal = "cpu_wait_share"
-	// SignalRetryAfterShare is the time waiting out Retry-After over the
+	signalCPUWaitShare Signal = "cpu_wait_share"
+	// signalRetryAfterShare is the time waiting out Retry-After over the
 	// work time of the attempts that used an instrumented client.
-	SignalRetryAfterShare Signal = "retry_after_share"
-	// SignalRateLimiterShare is the time waiting for the client's rate
+	signalRetryAfterShare Signal = "retry_after_share"
+	// signalRateLimiterShare is the time waiting for the client's rate
 	// limiter over that work time.
-	SignalRateLimiterShare Signal = "rate_limiter_share"
-	// SignalAPIServerLatency is the mean time of the process's
+	signalRateLimiterShare Signal = "rate_limiter_share"
+	// signalAPIServerLatency is the mean time of the process's
 	// single-object API reads, or of its writes if more, in seconds
 	// (APIServerUse.Latency).
-	SignalAPIServerLatency Signal = "apiserver_latency"
-	// SignalErrorRetries is the adds through the rate limiter's backoff
+	signalAPIServerLatency Signal = "apiserver_latency"
+	// signalErrorRetries is the adds through the rate limiter's backoff
 	// (scheduler.Stats Retries − DelayedAdds) over the adds that made a key
 	// pending.
-	SignalErrorRetries Signal = "error_retries"
-	// SignalWorkersNeeded is the Little's-law worker count over the
+	signalErrorRetries Signal = "error_retries"
+	// signalWorkersNeeded is the Little's-law worker count over the
 	// configured workers.
-	SignalWorkersNeeded Signal = "workers_needed"
+	signalWorkersNeeded Signal = "workers_needed"
 )
 
 // Thresholds of the rules, and the utilizations the figures use. Each is
@@ -151,52 +152,52 @@ type Rule struct {
 // rules is the table, in the order of precedence.
 var rules = [...]Rule{
 	{
-		Class: APIServerUnavailable, Signal: SignalAPIServerUnavailable, Threshold: APIServerUnavailableShare, Inclusive: true,
+		Class: APIServerUnavailable, Signal: signalAPIServerUnavailable, Threshold: APIServerUnavailableShare, Inclusive: true,
 		Holds:  "at least a quarter of the process's API requests failed for the API server (connection errors, timeouts, 5xx)",
 		Change: "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster",
 	},
 	{
-		Class: CPU, Signal: SignalCPUMaxProcs, Threshold: CPUUtilizationShare, Inclusive: true,
+		Class: CPU, Signal: signalCPUMaxProcs, Threshold: CPUUtilizationShare, Inclusive: true,
 		Holds:  "the process used at least 90% of GOMAXPROCS, which is below the cores it may use (the node's CPUs, its CPU limit)",
 		Change: "raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers",
 	},
 	{
-		Class: CPU, Signal: SignalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
+		Class: CPU, Signal: signalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
 		Holds:  "the process used at least 90% of the cores it has (the least of the cgroup's CPU quota and GOMAXPROCS), the idle GC's marking left out",
 		Change: "give the controller more CPU (its CPU limit, or a node with more) or make each reconcile cheaper; more workers only share the same cores",
 	},
 	{
-		Class: CPU, Signal: SignalCPUThrottled, Threshold: CPUThrottledShare, Inclusive: true,
+		Class: CPU, Signal: signalCPUThrottled, Threshold: CPUThrottledShare, Inclusive: true,
 		Holds:  "the cgroup throttled the process in at least half of its CPU periods",
 		Change: "raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner",
 	},
 	{
-		Class: CPU, Signal: SignalCPUWaitShare, Threshold: DownstreamShare, Inclusive: true,
+		Class: CPU, Signal: signalCPUWaitShare, Threshold: DownstreamShare, Inclusive: true,
 		Holds:  "the process's threads waited on the node's run queues for a CPU at least a quarter of the work time (and of the CPU they wanted), while the workers were busy at least a quarter of their time",
 		Change: "the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer",
 	},
 	{
-		Class: ServerThrottling, Signal: SignalRetryAfterShare, Threshold: DownstreamShare, Inclusive: true,
+		Class: ServerThrottling, Signal: signalRetryAfterShare, Threshold: DownstreamShare, Inclusive: true,
 		Holds:  "the reconciles spent at least a quarter of their work time waiting out the API server's Retry-After (HTTP 429)",
 		Change: "give the controller a larger API Priority and Fairness share on the server (its FlowSchema's PriorityLevelConfiguration) or make fewer API calls",
 	},
 	{
-		Class: ClientRateLimit, Signal: SignalRateLimiterShare, Threshold: DownstreamShare, Inclusive: true,
+		Class: ClientRateLimit, Signal: signalRateLimiterShare, Threshold: DownstreamShare, Inclusive: true,
 		Holds:  "the reconciles spent at least a quarter of their work time waiting for the client-side rate limiter",
 		Change: "raise the client's QPS/Burst (rest.Config) or make fewer API calls",
 	},
 	{
-		Class: APIServerSlow, Signal: SignalAPIServerLatency, Threshold: APIServerSlowLatency, Inclusive: true,
+		Class: APIServerSlow, Signal: signalAPIServerLatency, Threshold: APIServerSlowLatency, Inclusive: true,
 		Holds:  "the process's single-object API reads or writes took at least 250 ms on average, without the API server's 429s",
 		Change: "find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time",
 	},
 	{
-		Class: Errors, Signal: SignalErrorRetries, Threshold: ErrorRetriesShare,
+		Class: Errors, Signal: signalErrorRetries, Threshold: ErrorRetriesShare,
 		Holds:  "more than half of the keys that became pending were retries through the rate limiter's backoff (RequeueAfter not counted)",
 		Change: "fix the reconcile's errors, they are most of the work",
 	},
 	{
-		Class: Workers, Signal: SignalWorkersNeeded, Threshold: 1,
+		Class: Workers, Signal: signalWorkersNeeded, Threshold: 1,
 		Holds:       "Little's law needs more workers than are configured",
 		Change:      "raise the workers to the recommended count",
 		MoreWorkers: true,

@@ -105,7 +105,7 @@ func TestCPUClass(t *testing.T) {
 	}
 	// Throttled in most periods, at a lower mean use: cpu all the same.
 	w.CPU.Used, w.CPU.Throttled = 0.3, 0.6
-	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != SignalCPUThrottled {
+	if v := w.Classify(); v.Class != CPU || v.Rule.Signal != signalCPUThrottled {
 		t.Errorf("throttled 0.6: %v, want cpu by throttling", v)
 	}
 	if got := s.String(); got != "cpu/reconcile=98ms cores-needed=4.20" {

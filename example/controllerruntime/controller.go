@@ -1,9 +1,9 @@
 package main
 
 import (
-	"github.com/otelqueue/otelqueue/inspect"
 	"context"
 	"fmt"
+	"github.com/otelqueue/otelqueue/inspect"
 	"log"
 	"sync"
 	"sync/atomic"

@@ -37,28 +37,28 @@ var promSeries = map[bottleneck.Signal]string{
 	// The API server's signals are the process's, joined onto only the
 	// queues that have client series (a queue that makes no API calls is
 	// never classified by the API server).
-	bottleneck.SignalAPIServerUnavailable: "queue:process_apiserver_unavailable:ratio_rate5m %s",
-	bottleneck.SignalCPUUtilization:       "queue:process_cpu_utilization:ratio_rate5m %s",
-	bottleneck.SignalCPUThrottled:         "queue:process_cpu_throttled:ratio_rate5m %s",
-	bottleneck.SignalCPUMaxProcs:          "queue:process_cpu_maxprocs:ratio_rate5m %s",
-	bottleneck.SignalCPUWaitShare:         "queue:workqueue_cpu_wait:share_rate5m %s",
-	bottleneck.SignalRetryAfterShare:      "queue:workqueue_client_retry_after:share_rate5m %s",
-	bottleneck.SignalRateLimiterShare:     "queue:workqueue_client_rate_limiter:share_rate5m %s",
-	bottleneck.SignalAPIServerLatency:     "queue:process_apiserver_latency:mean_rate5m %s",
-	bottleneck.SignalErrorRetries:         "queue:workqueue_backoff_retries:ratio_rate5m %s",
+	"apiserver_unavailable": "queue:process_apiserver_unavailable:ratio_rate5m %s",
+	"cpu_utilization":       "queue:process_cpu_utilization:ratio_rate5m %s",
+	"cpu_throttled":         "queue:process_cpu_throttled:ratio_rate5m %s",
+	"cpu_maxprocs":          "queue:process_cpu_maxprocs:ratio_rate5m %s",
+	"cpu_wait_share":        "queue:workqueue_cpu_wait:share_rate5m %s",
+	"retry_after_share":     "queue:workqueue_client_retry_after:share_rate5m %s",
+	"rate_limiter_share":    "queue:workqueue_client_rate_limiter:share_rate5m %s",
+	"apiserver_latency":     "queue:process_apiserver_latency:mean_rate5m %s",
+	"error_retries":         "queue:workqueue_backoff_retries:ratio_rate5m %s",
 	// The workers class's value is Little's law itself: the threshold is
 	// a factor of the configured count.
-	bottleneck.SignalWorkersNeeded: "queue:workqueue_littles_law_workers:rate5m %s * queue:workqueue_workers:sum",
+	"workers_needed": "queue:workqueue_littles_law_workers:rate5m %s * queue:workqueue_workers:sum",
 }
 
 // awkSignals is, for each signal, the name queue-figures.sh computes it
 // under (its val[] and known[] arrays).
 var awkSignals = map[bottleneck.Signal]bool{
-	bottleneck.SignalAPIServerUnavailable: true, bottleneck.SignalAPIServerLatency: true,
-	bottleneck.SignalCPUUtilization: true, bottleneck.SignalCPUThrottled: true,
-	bottleneck.SignalCPUMaxProcs: true, bottleneck.SignalCPUWaitShare: true,
-	bottleneck.SignalRetryAfterShare: true, bottleneck.SignalRateLimiterShare: true,
-	bottleneck.SignalErrorRetries: true, bottleneck.SignalWorkersNeeded: true,
+	"apiserver_unavailable": true, "apiserver_latency": true,
+	"cpu_utilization": true, "cpu_throttled": true,
+	"cpu_maxprocs": true, "cpu_wait_share": true,
+	"retry_after_share": true, "rate_limiter_share": true,
+	"error_retries": true, "workers_needed": true,
 }
 
 // num is a threshold as the rules write it: the shortest decimal.

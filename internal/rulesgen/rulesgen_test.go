@@ -57,18 +57,18 @@ func TestGenerated(t *testing.T) {
 // rules_test.yml and queue-figures_test.sh just below its threshold, at it
 // and just above it, every other signal neutral.
 var boundaryCases = map[bottleneck.Signal][3]string{
-	bottleneck.SignalAPIServerUnavailable: {"ua-below", "ua-at", "ua-above"},
-	bottleneck.SignalAPIServerLatency:     {"lat-below", "lat-at", "lat-above"},
-	bottleneck.SignalCPUUtilization:       {"cpu-below", "cpu-at", "cpu-above"},
-	bottleneck.SignalCPUThrottled:         {"thr-below", "thr-at", "thr-above"},
-	bottleneck.SignalCPUMaxProcs:          {"mp-below", "mp-at", "mp-above"},
-	bottleneck.SignalCPUWaitShare:         {"cw-below", "cw-at", "cw-above"},
-	bottleneck.SignalRetryAfterShare:      {"ra-below", "ra-at", "ra-above"},
-	bottleneck.SignalRateLimiterShare:     {"rl-below", "rl-at", "rl-above"},
-	bottleneck.SignalErrorRetries:         {"err-below", "err-at", "err-above"},
+	"apiserver_unavailable": {"ua-below", "ua-at", "ua-above"},
+	"apiserver_latency":     {"lat-below", "lat-at", "lat-above"},
+	"cpu_utilization":       {"cpu-below", "cpu-at", "cpu-above"},
+	"cpu_throttled":         {"thr-below", "thr-at", "thr-above"},
+	"cpu_maxprocs":          {"mp-below", "mp-at", "mp-above"},
+	"cpu_wait_share":        {"cw-below", "cw-at", "cw-above"},
+	"retry_after_share":     {"ra-below", "ra-at", "ra-above"},
+	"rate_limiter_share":    {"rl-below", "rl-at", "rl-above"},
+	"error_retries":         {"err-below", "err-at", "err-above"},
 	// Little's law one under the configured count is no case of its own:
 	// equal to it is the threshold (1), one more is above.
-	bottleneck.SignalWorkersNeeded: {"", "ll-equal", "ll-more"},
+	"workers_needed": {"", "ll-equal", "ll-more"},
 }
 
 // promCase is an expected sample of queue:workqueue_bottleneck:rate5m in

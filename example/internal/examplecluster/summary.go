@@ -1,8 +1,8 @@
 package examplecluster
 
 import (
-	"github.com/otelqueue/otelqueue/inspect"
 	"fmt"
+	"github.com/otelqueue/otelqueue/inspect"
 	"strings"
 	"sync"
 	"time"
@@ -233,11 +233,11 @@ func verdict(v bottleneck.Verdict) string {
 	switch v.Class {
 	case bottleneck.CPU:
 		switch r.Signal {
-		case bottleneck.SignalCPUMaxProcs:
+		case "cpu_maxprocs":
 			return fmt.Sprintf("bottleneck=cpu (gomaxprocs %.2f %s %g: GOMAXPROCS is below the cores the process may use; raise it, not the CPU limit, not workers)", v.Figure, r.Comparison(), r.Threshold)
-		case bottleneck.SignalCPUWaitShare:
+		case "cpu_wait_share":
 			return fmt.Sprintf("bottleneck=cpu (cpu-wait %.2f of work time %s %g: the node's other processes take the CPU it wants; a larger CPU request, or a quieter node, not workers)", v.Figure, r.Comparison(), r.Threshold)
-		case bottleneck.SignalCPUThrottled:
+		case "cpu_throttled":
 			return fmt.Sprintf("bottleneck=cpu (throttled %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", v.Figure, r.Comparison(), r.Threshold)
 		}
 		return fmt.Sprintf("bottleneck=cpu (cpu %.2f %s %g: more CPU (the pod's CPU limit) or cheaper reconciles (-reconcile-cpu), not workers)", v.Figure, r.Comparison(), r.Threshold)
