@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/otelqueue/otelqueue/internal/semconv/registry"
 )
 
 var update = flag.Bool("update", false, "write names.go and the tables of docs/semantic-conventions.md")
@@ -22,7 +24,10 @@ var docPath = filepath.Join("..", "..", "docs", "semantic-conventions.md")
 // rendering from semconv/registry.yaml: a name changed in the registry
 // fails here until they are regenerated (-update).
 func TestGenerated(t *testing.T) {
-	r := loadRegistry(t)
+	r, err := registry.Load(registry.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	src, err := format.Source(goSource(r))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +60,7 @@ func TestGenerated(t *testing.T) {
 }
 
 // goSource renders names.go: a constant for every name with a Go name.
-func goSource(r *Registry) []byte {
+func goSource(r *registry.Registry) []byte {
 	var b bytes.Buffer
 	b.WriteString("// Code generated from semconv/registry.yaml by go test ./internal/semconv -update. DO NOT EDIT.\n\npackage semconv\n\n")
 	b.WriteString("import \"go.opentelemetry.io/otel/attribute\"\n\n")
@@ -114,9 +119,9 @@ func comment(name, text string) string {
 }
 
 // docTables renders the generated tables of the doc, by their marker name.
-func docTables(r *Registry) map[string]string {
+func docTables(r *registry.Registry) map[string]string {
 	attrs := r.Attributes()
-	refs := func(as []Attribute) string {
+	refs := func(as []registry.Attribute) string {
 		var s []string
 		for _, a := range as {
 			k := "`" + a.Ref + "`"

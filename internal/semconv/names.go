@@ -235,8 +235,8 @@ const (
 	// SpanRateLimiter: A request's wait for the client-side rate limiter, when
 	// longer than 1 ms.
 	SpanRateLimiter = "client rate limiter"
-	// SpanRetryAfter: client-go's wait for a 429 answer's Retry-After, when
-	// longer than 1 ms.
+	// SpanRetryAfter: client-go's wait for a 429 answer's Retry-After before
+	// its retry.
 	SpanRetryAfter = "retry after"
 )
 

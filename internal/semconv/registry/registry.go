@@ -1,4 +1,7 @@
-package semconv
+// Package registry reads semconv/registry.yaml, the one source of the names
+// otelqueue emits, for the tests that generate from it and check the
+// telemetry against it (internal/semconv).
+package registry
 
 import (
 	"fmt"
@@ -6,13 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"testing"
 
 	"sigs.k8s.io/yaml"
 )
 
-// registryPath is the one source of the names, from this package's directory.
-var registryPath = filepath.Join("..", "..", "semconv", "registry.yaml")
+// Path is semconv/registry.yaml from internal/semconv, the directory of
+// the tests that read it.
+var Path = filepath.Join("..", "..", "semconv", "registry.yaml")
 
 // Registry is semconv/registry.yaml.
 type Registry struct {
@@ -65,23 +68,31 @@ type Attribute struct {
 	RequirementLevel string   `json:"requirement_level"`
 }
 
-// loadRegistry reads and checks the registry: every ref resolves, every Go
-// name and every emitted name is unique, every kind, value type and
-// stability is one the shape allows.
-func loadRegistry(t testing.TB) *Registry {
-	t.Helper()
-	raw, err := os.ReadFile(registryPath)
+// Load reads and checks the registry at path: no field the shape lacks,
+// every ref resolves, every Go name and every emitted name is unique, every
+// kind, value type and stability is one the shape allows.
+func Load(path string) (*Registry, error) {
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var r Registry
 	if err := yaml.UnmarshalStrict(raw, &r); err != nil {
-		t.Fatalf("%s: %v", registryPath, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := r.check(); err != nil {
-		t.Fatalf("%s: %v", registryPath, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r
+	return &r, nil
+}
+
+// Refs returns the attributes the group references.
+func (g Group) Refs() map[string]bool {
+	m := map[string]bool{}
+	for _, a := range g.Attributes {
+		m[a.Ref] = true
+	}
+	return m
 }
 
 func (r *Registry) check() error {
@@ -211,35 +222,4 @@ func (r *Registry) Of(typ string) []Group {
 		}
 	}
 	return gs
-}
-
-// Span returns the span group whose name matches an emitted span name
-// ({placeholders} match any non-empty text).
-func (r *Registry) Span(name string) (Group, bool) {
-	for _, g := range r.Of("span") {
-		if matchTemplate(g.SpanName, name) {
-			return g, true
-		}
-	}
-	return Group{}, false
-}
-
-// matchTemplate says whether name is template with each {placeholder}
-// replaced by non-empty text.
-func matchTemplate(template, name string) bool {
-	i := strings.IndexByte(template, '{')
-	if i < 0 {
-		return template == name
-	}
-	j := strings.IndexByte(template[i:], '}')
-	if j < 0 || !strings.HasPrefix(name, template[:i]) {
-		return false
-	}
-	rest := template[i+j+1:]
-	for k := i + 1; k <= len(name); k++ {
-		if matchTemplate(rest, name[k:]) {
-			return true
-		}
-	}
-	return false
 }
