@@ -131,7 +131,7 @@ func (c *Controller[request]) Queue() *Queue[request] { return c.queue.Load() }
 // carrying the attempt's "reconcile" span, so the spans r starts are its
 // children, and its logger (logf.FromContext) has the span's trace_id and
 // span_id, so r's log lines lead to the trace; the span has the attempt's
-// reconcileID (AttrReconcileID), which controller-runtime's own log lines
+// reconcileID (the span attribute reconcile.id), which controller-runtime's own log lines
 // carry. The wrapper records the
 // result on the span as the otelqueue Runner does (otelqueue.Classify and
 // otelqueue.RecordOutcome); a panic is re-panicked for controller-runtime to
@@ -142,11 +142,11 @@ func (c *Controller[request]) Reconciler(r reconcile.TypedReconciler[request]) r
 	return &tracedReconciler[request]{c: c, r: r}
 }
 
-// AttrReconcileID is the attribute of the "reconcile" span that holds
+// attrReconcileID is the attribute of the "reconcile" span that holds
 // controller-runtime's reconcileID of the attempt, which its log lines
 // (such as "Reconciler error") carry: search for it to go from such a line
 // to the trace.
-const AttrReconcileID = attribute.Key("reconcile.id")
+const attrReconcileID = attribute.Key("reconcile.id")
 
 // The keys of a reconciler's log lines that lead to the attempt's trace:
 // those of otelqueue's Runner (semconv/registry.yaml's registry.log; a test
@@ -185,7 +185,7 @@ func (t *tracedReconciler[request]) Reconcile(ctx context.Context, req request) 
 	recording := span.IsRecording()
 	if id := controller.ReconcileIDFromContext(ctx); id != "" && recording {
 		// controller-runtime's own log lines ("Reconciler error") carry it.
-		span.SetAttributes(AttrReconcileID.String(string(id)))
+		span.SetAttributes(attrReconcileID.String(string(id)))
 	}
 
 	// The outcome on the attempt's span, and a failure in the queue's list

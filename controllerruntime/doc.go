@@ -52,7 +52,7 @@
 // controller-runtime's RecoverPanic handling is unchanged.
 //
 // The "reconcile" span carries controller-runtime's reconcileID
-// ([AttrReconcileID]), which controller-runtime's own log lines carry.
+// (the span attribute reconcile.id), which controller-runtime's own log lines carry.
 //
 // controller-runtime's own event handlers (those For() and Owns() install)
 // call the queue's plain Add and AddWithOpts, with no context. With

@@ -7,9 +7,9 @@ package controllerruntime_test
 // API server (startOnCluster).
 
 import (
-	"github.com/otelqueue/otelqueue/inspect"
 	"context"
 	"errors"
+	"github.com/otelqueue/otelqueue/inspect"
 	"os"
 	"slices"
 	"strings"

@@ -13,10 +13,10 @@ import (
 	"github.com/otelqueue/otelqueue/internal/nilcheck"
 )
 
-// WaitSpanThreshold is the shortest rate-limiter wait that becomes a span: a
+// waitSpanThreshold is the shortest rate-limiter wait that becomes a span: a
 // token taken at once costs microseconds, and a span per request for it
 // would only clutter the trace. Every wait is recorded in the metrics.
-const WaitSpanThreshold = time.Millisecond
+const waitSpanThreshold = time.Millisecond
 
 // Option configures Instrument.
 type Option interface {

@@ -15,7 +15,7 @@
 //     that span, whose trace context is sent in the traceparent header (the
 //     API server's own tracing joins it);
 //   - every wait for the rate limiter in kubernetes.client.rate_limiter.duration
-//     and, when it lasted WaitSpanThreshold or more inside a traced context,
+//     and, when it lasted 1 ms or more inside a traced context,
 //     as a span "client rate limiter" over the wait; inside a reconcile
 //     attempt (below), client-go's wait before a retry that the server asked
 //     for with Retry-After, as a span "retry after";

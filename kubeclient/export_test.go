@@ -3,8 +3,11 @@ package kubeclient
 import "time"
 
 // SetStaleAfter makes watch streams stale after d, for the tests, and
-// returns the function that restores StaleAfter.
+// returns the function that restores defaultStaleAfter.
 func SetStaleAfter(d time.Duration) (restore func()) {
 	staleAfter = d
-	return func() { staleAfter = StaleAfter }
+	return func() { staleAfter = defaultStaleAfter }
 }
+
+// WaitSpanThreshold is the shortest wait that becomes a span, for the tests.
+const WaitSpanThreshold = waitSpanThreshold

@@ -27,7 +27,7 @@ var _ flowcontrol.RateLimiter = (*limiter)(nil)
 
 // Wait takes a token, waiting for one until ctx is done, and records the
 // wait: in the metric, in the attempt ctx belongs to, and as a span when it
-// lasted WaitSpanThreshold or more under a span.
+// lasted waitSpanThreshold or more under a span.
 func (l *limiter) Wait(ctx context.Context) error {
 	start := time.Now()
 	w := clientwork.FromContext(ctx)
@@ -46,7 +46,7 @@ func (l *limiter) Wait(ctx context.Context) error {
 		w.LimiterWaited(d)
 	}
 	l.wait.Record(ctx, d.Seconds())
-	if d >= WaitSpanThreshold {
+	if d >= waitSpanThreshold {
 		l.span(ctx, semconv.SpanRateLimiter, start, end)
 	}
 	return err

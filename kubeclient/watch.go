@@ -24,9 +24,10 @@ import (
 type WatchStats struct {
 	// Open is the watch streams open now and carrying data: established
 	// (2xx), not yet ended or closed, and, for a watch that asked for
-	// bookmarks, with data (an event or a bookmark) within StaleAfter.
+	// bookmarks, with data (an event or a bookmark) within two minutes
+	// (twice the minute after which a kube-apiserver sends a bookmark).
 	// Stale is the streams open that asked for bookmarks and carried
-	// nothing for StaleAfter: not in Open, since they show nothing.
+	// nothing for as long: not in Open, since they show nothing.
 	Open, Stale int
 	// Opened is the watch streams established so far; Ended those that
 	// ended since (closed by the client, or ended by the server or the
@@ -37,13 +38,13 @@ type WatchStats struct {
 	LastData, LastEnded time.Time
 }
 
-// StaleAfter is how long a watch stream that asked for bookmarks may carry
+// defaultStaleAfter is how long a watch stream that asked for bookmarks may carry
 // nothing before it counts as stale: twice the minute after which a
 // kube-apiserver sends a bookmark to a watch that has no event to send.
-const StaleAfter = 2 * time.Minute
+const defaultStaleAfter = 2 * time.Minute
 
-// staleAfter is StaleAfter, shorter in tests.
-var staleAfter = StaleAfter
+// staleAfter is defaultStaleAfter, shorter in tests.
+var staleAfter = defaultStaleAfter
 
 // bgCtx is the context of the watch counter's adds: a stream's end is
 // not its request's.

@@ -15,12 +15,12 @@ const minAdaptiveInterval = 100 * time.Millisecond
 
 // Defaults of AdaptiveWorkers.
 const (
-	// DefaultAdaptiveInterval is how often an adaptive pool decides.
-	DefaultAdaptiveInterval = 5 * time.Second
-	// DefaultWaitObjective is the queue wait (the 90th percentile of the
+	// defaultAdaptiveInterval is how often an adaptive pool decides.
+	defaultAdaptiveInterval = 5 * time.Second
+	// defaultWaitObjective is the queue wait (the 90th percentile of the
 	// keys handed out in an interval, or the oldest key still waiting)
 	// above which an adaptive pool grows whenever its workers are busy.
-	DefaultWaitObjective = time.Second
+	defaultWaitObjective = time.Second
 )
 
 // AdaptiveWorkers makes the number of keys a queue hands out at once (its
@@ -64,13 +64,13 @@ type AdaptiveWorkers struct {
 	// (Min when 0). A Runner starts at its worker count: leave Start 0, or
 	// equal to it.
 	Start int
-	// Interval is the time between decisions (DefaultAdaptiveInterval), at
+	// Interval is the time between decisions (5 s when 0), at
 	// least 100 ms.
 	// A change waits at least two intervals after the previous one.
 	Interval time.Duration
 	// WaitObjective is the queue wait that, with the workers busy, makes the
 	// pool grow even when its estimate of the demand says it has enough
-	// (DefaultWaitObjective).
+	// (1 s when 0).
 	WaitObjective time.Duration
 	// Logger receives a line for every change (slog.Default() when nil;
 	// for a Runner, its WithLogger).
@@ -104,18 +104,18 @@ func (a *AdaptiveWorkers) check() error {
 		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Start %d is outside [Min, Max] = [%d, %d]", a.Start, a.Min, a.Max))
 	}
 	if a.Interval < 0 {
-		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval must not be negative, got %v: leave it 0 for %v", a.Interval, DefaultAdaptiveInterval))
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval must not be negative, got %v: leave it 0 for %v", a.Interval, defaultAdaptiveInterval))
 	} else if a.Interval > 0 && a.Interval < minAdaptiveInterval {
-		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval %v is under %v: a window that short holds no reconciles to decide on, and its ticker would burn a core; leave it 0 for %v", a.Interval, minAdaptiveInterval, DefaultAdaptiveInterval))
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.Interval %v is under %v: a window that short holds no reconciles to decide on, and its ticker would burn a core; leave it 0 for %v", a.Interval, minAdaptiveInterval, defaultAdaptiveInterval))
 	}
 	if a.WaitObjective < 0 {
-		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.WaitObjective must not be negative, got %v: leave it 0 for %v", a.WaitObjective, DefaultWaitObjective))
+		errs = append(errs, fmt.Errorf("otelqueue: AdaptiveWorkers.WaitObjective must not be negative, got %v: leave it 0 for %v", a.WaitObjective, defaultWaitObjective))
 	}
 	if a.Interval == 0 {
-		a.Interval = DefaultAdaptiveInterval
+		a.Interval = defaultAdaptiveInterval
 	}
 	if a.WaitObjective == 0 {
-		a.WaitObjective = DefaultWaitObjective
+		a.WaitObjective = defaultWaitObjective
 	}
 	return errors.Join(errs...)
 }

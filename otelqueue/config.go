@@ -234,7 +234,7 @@ func WithChangeDuration() Option {
 // with `priority`, so that the wait of real changes (priority 0) can be
 // told from that of the informer's initial list and resyncs
 // (handler.LowPriority, -100). Like the depth, it keeps at most
-// maxPriorities priorities per queue, the rest under priorityOverflow.
+// 25 priorities per queue, the rest under "exceeded_cardinality_limit".
 // workqueue.queue.duration stays as controller-runtime serves it, without
 // the priority. It costs a second histogram record per attempt.
 func WithWaitByPriority() Option {

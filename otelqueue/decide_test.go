@@ -111,7 +111,7 @@ func newCtlRun(t *testing.T, lo, hi, start int) *ctlRun {
 }
 
 func newStartedCtlRun(t *testing.T, lo, hi, start int) *ctlRun {
-	return &ctlRun{t: t, c: newController(lo, hi, start, DefaultWaitObjective, decideInterval)}
+	return &ctlRun{t: t, c: newController(lo, hi, start, defaultWaitObjective, decideInterval)}
 }
 
 // now is the end of the last window fed.
@@ -511,7 +511,7 @@ func TestDecideLowUtilization(t *testing.T) {
 	t.Run("keys waiting", func(t *testing.T) {
 		r := newCtlRun(t, 1, 32, 16)
 		l := light
-		l.wait = 2 * DefaultWaitObjective
+		l.wait = 2 * defaultWaitObjective
 		r.none(l, 10, "keys wait over the objective")
 	})
 }
@@ -550,7 +550,7 @@ func TestDecideIdleShrinks(t *testing.T) {
 		{"a trickle", window{dur: maxWindowIntervals * decideInterval, started: 5, done: 5, work: 5 * time.Millisecond, busy: 5 * time.Millisecond, adds: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newController(1, 32, 16, DefaultWaitObjective, decideInterval)
+			c := newController(1, 32, 16, defaultWaitObjective, decideInterval)
 			now := decideT0
 			var changes []string
 			for range 60 {
@@ -613,7 +613,7 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[poolReason]int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 2))
 	start := lo + rng.IntN(hi-lo+1)
-	c := newController(lo, hi, start, DefaultWaitObjective, decideInterval)
+	c := newController(lo, hi, start, defaultWaitObjective, decideInterval)
 	now := decideT0
 	var last time.Time
 	var lastReason poolReason
@@ -995,7 +995,7 @@ func TestDecideLongRuns(t *testing.T) {
 // the downstream serves: a client limit that serves 2 workers' worth holds
 // the pool at 2, not 3.
 func TestDecideCeilingRounding(t *testing.T) {
-	c := newController(1, 64, 8, DefaultWaitObjective, decideInterval)
+	c := newController(1, 64, 8, defaultWaitObjective, decideInterval)
 	for _, tc := range []struct {
 		usable float64
 		want   int

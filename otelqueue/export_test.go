@@ -62,3 +62,9 @@ const (
 	MaxPriorities         = maxPriorities
 	PriorityOverflow      = priorityOverflow
 )
+
+// The adaptive pool's defaults, for the tests.
+const (
+	DefaultAdaptiveInterval = defaultAdaptiveInterval
+	DefaultWaitObjective    = defaultWaitObjective
+)

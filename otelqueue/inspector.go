@@ -39,8 +39,7 @@ import (
 // (inspect.Bottleneck). An Inspector must not be copied after first use.
 type Inspector struct {
 	// Limit is the number of keys listed per queue in each list: 0 (or
-	// less) means defaultInspectorLimit, and more than maxInspectorLimit
-	// means maxInspectorLimit.
+	// less) means 20, and more than 1000 means 1000.
 	Limit int
 	// TraceURL, when set, makes every trace id a link: the URL with its
 	// "{trace_id}" replaced by the id in hex, e.g.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -261,8 +262,8 @@ var spanKindConsumer = trace.WithSpanKind(trace.SpanKindConsumer)
 // the SDK copies the links at Start, so the array is free again after it).
 type startBuf struct {
 	opts      [4]trace.SpanStartOption
-	links     [scheduler.DefaultMaxLinks + 2]trace.Link            // enqueues, previous attempt, lookup
-	linksOpts [scheduler.DefaultMaxLinks + 3]trace.SpanStartOption // by count
+	links     [schedhooks.DefaultMaxLinks + 2]trace.Link            // enqueues, previous attempt, lookup
+	linksOpts [schedhooks.DefaultMaxLinks + 3]trace.SpanStartOption // by count
 }
 
 var startBufs = sync.Pool{New: func() any {

@@ -257,7 +257,7 @@ func (r *simReport) phaseTargets(i int, asked float64, floor time.Duration) []st
 	}
 	// A shrink for low utilization waits out the highest demand of the
 	// pool's shrink window: it settles within the settling window after it.
-	shrinkWindow := shrinkWindowIntervals * DefaultAdaptiveInterval
+	shrinkWindow := shrinkWindowIntervals * defaultAdaptiveInterval
 	if a.settledAt > r.sc.settle && !(a.settledBy == reasonLowUtilization && a.settledAt <= r.sc.settle+shrinkWindow) {
 		misses = append(misses, fmt.Sprintf("%s: settled after %v > %v (+ %v for a shrink for low utilization)", ph.name, a.settledAt, r.sc.settle, shrinkWindow))
 	}

@@ -288,7 +288,7 @@ func (e *simEngine) run() {
 	for _, ph := range e.sc.phases {
 		total += ph.dur
 	}
-	nextTick := DefaultAdaptiveInterval
+	nextTick := defaultAdaptiveInterval
 	phaseEnd := e.sc.phases[0].dur
 	nextArrival := e.arrival()
 	batch := 0 // the next batch
@@ -327,7 +327,7 @@ func (e *simEngine) run() {
 			e.dues = e.dues[1:]
 			e.dispatch() // Len, in dispatch, makes the keys due ready
 		case e.now == nextTick:
-			nextTick += DefaultAdaptiveInterval
+			nextTick += defaultAdaptiveInterval
 			if e.p != nil {
 				e.p.evaluate(e.fc.Now(), nil)
 				e.noteChange()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -282,7 +283,7 @@ func TestTraceCoalescedLinks(t *testing.T) {
 			e := newEnv(t, envConfig{sched: scheduler.Config[string]{MaxLinks: maxLinks}})
 			keep := maxLinks
 			if keep == 0 {
-				keep = scheduler.DefaultMaxLinks
+				keep = schedhooks.DefaultMaxLinks
 			}
 			var enq []trace.SpanContext
 			for i := range keep + 3 {

@@ -6,17 +6,19 @@ import (
 	"math"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
+
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
-// DefaultMaxLinks is the number of enqueue span contexts kept per run of a
-// key when Config.MaxLinks is zero.
-const DefaultMaxLinks = 8
+// defaultMaxLinks is the number of enqueue span contexts kept per run of a
+// key when Config.MaxLinks is zero: 8.
+const defaultMaxLinks = schedhooks.DefaultMaxLinks
 
 // Config configures a [Scheduler]. The zero Config works: an unnamed queue on
 // the real clock with client-go's default controller rate limiter, no
-// debounce, and up to DefaultMaxLinks enqueue span contexts kept per key.
+// debounce, and up to 8 enqueue span contexts kept per key.
 //
 // New never fails and never panics on a bad Config: it replaces every invalid
 // field as documented on that field. Call [Config.Validate] first to reject
@@ -40,7 +42,7 @@ type Config[K comparable] struct {
 
 	// MaxLinks bounds the valid enqueue span contexts kept per run of a key
 	// (Item.Origin and Item.Links together); further ones are only counted
-	// (Item.DroppedLinks). Zero means DefaultMaxLinks. A negative value keeps
+	// (Item.DroppedLinks). Zero means 8. A negative value keeps
 	// no span context at all; every one is counted as dropped.
 	MaxLinks int
 
@@ -95,7 +97,7 @@ type Config[K comparable] struct {
 func (c Config[K]) Validate() error {
 	var errs []error
 	if c.MaxLinks < 0 {
-		errs = append(errs, fmt.Errorf("scheduler: MaxLinks is %d: use 0 for the default (%d) or a positive bound; a negative value disables links", c.MaxLinks, DefaultMaxLinks))
+		errs = append(errs, fmt.Errorf("scheduler: MaxLinks is %d: use 0 for the default (%d) or a positive bound; a negative value disables links", c.MaxLinks, defaultMaxLinks))
 	}
 	if c.Debounce < 0 {
 		errs = append(errs, fmt.Errorf("scheduler: Debounce is %v: use a positive window, or 0 to disable debouncing", c.Debounce))
@@ -122,7 +124,7 @@ type settings struct {
 func (c Config[K]) settings() settings {
 	s := settings{maxLinks: c.MaxLinks, stopOnShutDown: c.StopOnShutDown, crOrder: c.OrderByAdd}
 	if s.maxLinks == 0 {
-		s.maxLinks = DefaultMaxLinks
+		s.maxLinks = defaultMaxLinks
 	}
 	if c.Debounce > 0 {
 		s.debounce = int64(c.Debounce)

@@ -76,7 +76,7 @@ func TestMaxLinks(t *testing.T) {
 		links    []trace.SpanContext
 		dropped  int
 	}{
-		{maxLinks: 0, origin: span(0), links: spans(1, DefaultMaxLinks), dropped: adds - DefaultMaxLinks},
+		{maxLinks: 0, origin: span(0), links: spans(1, defaultMaxLinks), dropped: adds - defaultMaxLinks},
 		{maxLinks: 1, origin: span(0), dropped: adds - 1},
 		{maxLinks: 3, origin: span(0), links: spans(1, 3), dropped: adds - 3},
 		{maxLinks: adds, origin: span(0), links: spans(1, adds)},

@@ -214,7 +214,7 @@ func newModelRun(t *testing.T, cfgByte byte) *modelRun {
 	}
 	m.maxLinks = cfg.MaxLinks
 	if m.maxLinks == 0 {
-		m.maxLinks = DefaultMaxLinks
+		m.maxLinks = defaultMaxLinks
 	}
 	switch (cfgByte >> 4) & 3 {
 	case 2:

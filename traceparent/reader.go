@@ -16,9 +16,9 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
-// MaxLen bounds the annotation values that are parsed at all. A version-00
+// maxLen bounds the annotation values that are parsed at all. A version-00
 // traceparent is 55 characters; later versions may append fields.
-const MaxLen = 256
+const maxLen = 256
 
 // Reader reads Annotation (or the keys of WithAnnotations) from objects on
 // enqueue. Values that are too long
@@ -94,7 +94,7 @@ func (r *Reader) SpanContext(obj Annotated) trace.SpanContext {
 	if !ok {
 		return trace.SpanContext{}
 	}
-	if len(v) == 0 || len(v) > MaxLen {
+	if len(v) == 0 || len(v) > maxLen {
 		r.countInvalid()
 		return trace.SpanContext{}
 	}

@@ -50,3 +50,8 @@ func Of(s any) *Hooks {
 	}
 	return of(s)
 }
+
+// DefaultMaxLinks is the number of enqueue span contexts a scheduler keeps
+// per run of a key when its Config.MaxLinks is zero: package otelqueue
+// sizes its per-attempt arrays of links by it.
+const DefaultMaxLinks = 8

@@ -77,7 +77,7 @@ type Window struct {
 }
 
 // watchesText is the line's watches=N (stale=M for those open with no
-// event or bookmark for kubeclient.StaleAfter), and when none is open and
+// event or bookmark for two minutes, kubeclient.WatchStats), and when none is open and
 // carrying data though some were, why: none open for how long (the
 // informers wait to watch again, client-go's reflector backoff), or open
 // and silent; either way the controller sees no change, its queue idle all
@@ -93,7 +93,7 @@ func (w Window) watchesText() string {
 	case ws.Open > 0:
 		return fmt.Sprintf(" watches=%d", ws.Open)
 	case ws.Stale > 0:
-		return fmt.Sprintf(" watches=0 (%d open with no event or bookmark for %v: the informers see no change)", ws.Stale, kubeclient.StaleAfter)
+		return fmt.Sprintf(" watches=0 (%d open, stale: no event or bookmark for minutes; the informers see no change)", ws.Stale)
 	}
 	return fmt.Sprintf(" watches=0 (%s none open: the informers see no change)", w.At.Sub(ws.LastEnded).Round(100*time.Millisecond))
 }

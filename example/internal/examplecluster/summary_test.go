@@ -351,7 +351,7 @@ func TestWatchesText(t *testing.T) {
 		{&kubeclient.WatchStats{}, ""},
 		{&kubeclient.WatchStats{Open: 2, Opened: 2}, " watches=2"},
 		{&kubeclient.WatchStats{Open: 1, Stale: 1, Opened: 2}, " watches=1 stale=1"},
-		{&kubeclient.WatchStats{Stale: 1, Opened: 1}, " watches=0 (1 open with no event or bookmark for 2m0s: the informers see no change)"},
+		{&kubeclient.WatchStats{Stale: 1, Opened: 1}, " watches=0 (1 open, stale: no event or bookmark for minutes; the informers see no change)"},
 		{&kubeclient.WatchStats{Opened: 1, Ended: 1, LastEnded: at.Add(-12 * time.Second)}, " watches=0 (12s none open: the informers see no change)"},
 	} {
 		if got := (Window{Watches: tc.ws, At: at}).watchesText(); got != tc.want {
