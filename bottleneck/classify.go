@@ -229,7 +229,7 @@ func LittlesLaw(arrivalsPerSecond float64, meanWork time.Duration) int {
 }
 
 // ProcessCPU returns the CPU figures of a procstat window (two
-// procstat.Read samples, procstat.Between): Known when the CPU time and
+// procstat.Reader samples, procstat.Between): Known when the CPU time and
 // the cores were read.
 func ProcessCPU(w procstat.Window) CPUUse {
 	if !w.CPUKnown || w.Duration <= 0 || w.Cores <= 0 {

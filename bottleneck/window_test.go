@@ -140,8 +140,8 @@ func TestProcessCPU(t *testing.T) {
 		}
 	}
 	// Two real reads of this process.
-	a := procstat.Read()
-	if c := ProcessCPU(procstat.Between(a, procstat.Read())); !c.Known || c.Cores <= 0 || c.Used < 0 {
+	a := new(procstat.Reader).Read()
+	if c := ProcessCPU(procstat.Between(a, new(procstat.Reader).Read())); !c.Known || c.Cores <= 0 || c.Used < 0 {
 		t.Errorf("two reads of this process: %+v, want known figures", c)
 	}
 }

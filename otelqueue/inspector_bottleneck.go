@@ -60,7 +60,7 @@ func (in *inspectable) reading(at time.Time, st scheduler.Stats, proc *processRe
 	if in.realClock {
 		if !proc.read {
 			proc.read = true
-			proc.cpu = procstat.Read()
+			proc.cpu = (*procstat.Reader)(nil).Read()
 			proc.server = clientwork.ReadServer(time.Now())
 		}
 		r.cpu, r.server, r.cpuKnown = proc.cpu, proc.server, true

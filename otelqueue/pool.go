@@ -37,10 +37,11 @@ type pool struct {
 	queueStats func() scheduler.Stats
 	dueWithin  func(time.Duration) int
 	logger     func() *slog.Logger
-	// readCPU reads the process's CPU for the windows (procstat.Read);
+	// readCPU reads the process's CPU for the windows (reader's Read);
 	// nil: none (a queue on a clock other than the real one, whose windows
 	// are not of the process's time).
 	readCPU func() procstat.Sample
+	reader  procstat.Reader
 	// readServer reads the process's counts of API round trips
 	// (kubeclient.ServerStats); nil as readCPU.
 	readServer func(time.Time) bottleneck.APIServerCounters
@@ -117,7 +118,7 @@ func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWork
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
 	if _, real := clk.(clock.RealClock); real {
-		p.readCPU, p.readServer = procstat.Read, clientwork.ReadServer
+		p.readCPU, p.readServer = p.reader.Read, clientwork.ReadServer
 	}
 	p.limit.Store(int64(start))
 	p.stats = inspect.Pool{Limit: start, Min: lo, Max: hi}

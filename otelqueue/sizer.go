@@ -56,7 +56,8 @@ type Sizer struct {
 
 	mu      sync.Mutex
 	clock   clock.WithTicker       // nil: the real clock
-	proc    func() procstat.Sample // nil: procstat.Read
+	proc    func() procstat.Sample // nil: reader's
+	reader  procstat.Reader
 	running bool
 	queues  []*sized
 	// readings are the readings of the last PeakSpan (and the one before
@@ -295,7 +296,7 @@ func (s *Sizer) readLocked() sizerReading {
 	if s.proc != nil {
 		r.cpu = s.proc()
 	} else {
-		r.cpu = procstat.Read()
+		r.cpu = s.reader.Read()
 	}
 	r.cpu.SchedLatency = procstat.SchedHistogram{} // not kept: the spans need none
 	r.server = clientwork.ReadServer(time.Now())

@@ -106,9 +106,9 @@ func TestBurnHelper(t *testing.T) {
 	if os.Getenv(burnEnv) == "" {
 		t.Skip("the child process of TestCgroupQuotaReal")
 	}
-	first := procstat.Read()
+	first := new(procstat.Reader).Read()
 	busy(2, 2*time.Second)
-	last := procstat.Read()
+	last := new(procstat.Reader).Read()
 	w := procstat.Between(first, last)
 	js, err := json.Marshal(burnResult{
 		Cgroup: last.Cgroup, GOMAXPROCS: last.GOMAXPROCS, NumCPU: last.NumCPU,

@@ -12,9 +12,9 @@ import (
 // line does, and say what the window shows. (Not run as a test: its figures
 // are the machine's.)
 func ExampleRead() {
-	prev := procstat.Read()
+	prev := new(procstat.Reader).Read()
 	for range time.Tick(5 * time.Second) {
-		cur := procstat.Read()
+		cur := new(procstat.Reader).Read()
 		w := procstat.Between(prev, cur)
 		prev = cur
 

@@ -138,7 +138,7 @@ func TestInstrument(t *testing.T) {
 	// The values are read at collection: the CPU time grows, and the
 	// memory is the Sample's.
 	busy(1, 20*time.Millisecond)
-	s := procstat.Read()
+	s := new(procstat.Reader).Read()
 	rm = testutil.Collect(t, reader)
 	m := testutil.FindMetric(t, rm, semconv.ScopeProcstat, semconv.MetricProcessCPUTime)
 	var cpu float64
@@ -370,7 +370,7 @@ func TestInstrumentCreationError(t *testing.T) {
 func realNames() []string {
 	names := []string{semconv.MetricProcessCPUTime, semconv.MetricGoProcessorLimit, semconv.MetricGoMemoryUsed,
 		semconv.MetricMemoryNeeded, semconv.MetricCPUGCIdle, semconv.MetricCPUCount}
-	if procstat.Read().RunDelayKnown {
+	if new(procstat.Reader).Read().RunDelayKnown {
 		names = append(names, semconv.MetricCPURunDelay)
 	}
 	return names

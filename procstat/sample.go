@@ -107,11 +107,9 @@ type Reader struct {
 	runDelay runDelay
 }
 
-// defaultReader is the Reader of Read.
+// defaultReader is the Reader of a nil *Reader and of Instrument without
+// a Reader of its own.
 var defaultReader Reader
-
-// Read reads the running process with a Reader shared by the package.
-func Read() Sample { return defaultReader.Read() }
 
 // runtimeMetrics are the runtime/metrics a Sample holds, in the order of
 // the indexes below.
@@ -142,7 +140,7 @@ const (
 // Read reads the process's CPU time, GOMAXPROCS and CPUs, its cgroup's
 // CPU limit and throttling counters, the runtime's scheduling latencies and
 // memory. It never fails: what cannot be read is reported as unknown. A
-// nil Reader reads as Read does.
+// nil Reader reads with one the package shares.
 func (r *Reader) Read() Sample {
 	if r == nil {
 		return defaultReader.read(true) // a nil Reader reads as the package does

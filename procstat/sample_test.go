@@ -36,7 +36,7 @@ func busy(n int, d time.Duration) {
 }
 
 func TestRead(t *testing.T) {
-	s := procstat.Read()
+	s := new(procstat.Reader).Read()
 	if s.At.IsZero() || s.GOMAXPROCS != runtime.GOMAXPROCS(0) || s.NumCPU != runtime.NumCPU() {
 		t.Errorf("At %v, GOMAXPROCS %d, NumCPU %d", s.At, s.GOMAXPROCS, s.NumCPU)
 	}
@@ -49,7 +49,7 @@ func TestRead(t *testing.T) {
 		t.Error("MemoryUsed = 0")
 	}
 	runtime.GC()
-	if s := procstat.Read(); s.HeapLive == 0 || s.HeapLive > s.MemoryUsed {
+	if s := new(procstat.Reader).Read(); s.HeapLive == 0 || s.HeapLive > s.MemoryUsed {
 		t.Errorf("after a GC: HeapLive %d, MemoryUsed %d", s.HeapLive, s.MemoryUsed)
 	}
 	h := s.SchedLatency
@@ -73,7 +73,7 @@ func TestMemoryNeeded(t *testing.T) {
 		live[i] = make([]byte, 1<<20) // 64 MiB live
 	}
 	runtime.GC()
-	s := procstat.Read()
+	s := new(procstat.Reader).Read()
 	runtime.KeepAlive(live)
 	if s.HeapLive < 64<<20 {
 		t.Fatalf("HeapLive %d after keeping 64 MiB live", s.HeapLive)
@@ -105,7 +105,7 @@ func TestReadConcurrently(t *testing.T) {
 		"/sys/fs/cgroup/a/cpu.stat": v2Stat(3, 2, 1),
 	}.fs(), cgroupFile, mountinfoFile)
 	var r procstat.Reader
-	readers := []func() procstat.Sample{procstat.Read, r.Read, fake.Read}
+	readers := []func() procstat.Sample{(*procstat.Reader)(nil).Read, r.Read, fake.Read}
 	var wg sync.WaitGroup
 	samples := make([][]procstat.Sample, 24)
 	for g := range samples {
@@ -173,7 +173,7 @@ func TestRunDelay(t *testing.T) {
 		t.Error("run delay known without schedstat files")
 	}
 	if runtime.GOOS == "linux" {
-		if s := procstat.Read(); !s.RunDelayKnown {
+		if s := new(procstat.Reader).Read(); !s.RunDelayKnown {
 			t.Error("no run delay read on Linux (is /proc/self/task/*/schedstat there?)")
 		}
 	}

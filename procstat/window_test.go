@@ -269,9 +269,9 @@ func TestBetweenSchedQuantiles(t *testing.T) {
 // makes goroutines wait for a CPU: the window has the work's CPU time and
 // scheduling latencies.
 func TestBetweenRealSamples(t *testing.T) {
-	a := procstat.Read()
+	a := new(procstat.Reader).Read()
 	busy(4, 100*time.Millisecond)
-	b := procstat.Read()
+	b := new(procstat.Reader).Read()
 	w := procstat.Between(a, b)
 	checkSane(t, w)
 	if w.Duration < 100*time.Millisecond {

@@ -76,6 +76,9 @@ type Window struct {
 	At      time.Time
 }
 
+// procReader reads the process for the summary lines.
+var procReader procstat.Reader
+
 // watchesText is the line's watches=N (stale=M for those open with no
 // event or bookmark for two minutes, kubeclient.WatchStats), and when none is open and
 // carrying data though some were, why: none open for how long (the
@@ -442,13 +445,13 @@ type Reading struct {
 	// Adaptive is the adaptive pool's state, AdaptiveOK whether it runs.
 	Adaptive   inspect.Pool
 	AdaptiveOK bool
-	// CPU is the process's CPU (procstat.Read).
+	// CPU is the process's CPU (procstat.Reader.Read).
 	CPU procstat.Sample
 }
 
 // Read reads the counters now, with the queue's stats q.
 func (m *Meter) Read(q scheduler.Stats) Reading {
-	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats(), CPU: procstat.Read()}
+	r := Reading{At: time.Now(), Queue: q, Limiter: m.Limiter.Stats(), CPU: procReader.Read()}
 	r.Busy, r.Reconciles = m.Busy(r.At)
 	if m.Workload != nil {
 		r.Workload = m.Workload.Stats()
