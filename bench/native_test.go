@@ -40,8 +40,8 @@ func checkNativeHistograms(t *testing.T, name string, ops int) {
 	checkOTelHistograms(t, name, ops)
 	counts := histogramCounts(t, name)
 	for _, m := range []string{semconv.MetricQueueDuration, semconv.MetricWorkDuration} {
-		if n := counts[m+otelqueuesdk.NativeSuffix]; n < uint64(ops) {
-			t.Errorf("%s: %s counted %d after %d ops: the native stream is not attached", name, m+otelqueuesdk.NativeSuffix, n, ops)
+		if n := counts[m+semconv.NativeSuffix]; n < uint64(ops) {
+			t.Errorf("%s: %s counted %d after %d ops: the native stream is not attached", name, m+semconv.NativeSuffix, n, ops)
 		}
 	}
 }

@@ -15,12 +15,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-// NativeSuffix ends the name of the second stream NativeHistograms adds to
-// each of otelqueue's two duration histograms: "workqueue.queue.duration"
-// gets a twin "workqueue.queue.duration.native" that aggregates the same
-// measurements as a base-2 exponential histogram.
-const NativeSuffix = ".native"
-
 // nativeMaxScale is the finest scale of the twin streams: scale 3 is
 // Prometheus schema 3, a bucket factor of 2^(1/8) ≈ 1.0905, which is what
 // client_golang picks for controller-runtime's NativeHistogramBucketFactor
@@ -46,7 +40,7 @@ const nativeDefaultMaxSize = 320
 // aggregation with the instrument's advised boundaries (DefaultBuckets, or
 // WithExplicitBuckets), since a view that sets no aggregation leaves the
 // SDK's choice, advice included, in place. The second adds a stream of the
-// same measurements named name+NativeSuffix, aggregated as a base-2
+// same measurements named name+".native", aggregated as a base-2
 // exponential histogram of at most maxSize buckets (320 when maxSize is not
 // positive) and at most scale 3 (Prometheus schema 3, as controller-runtime).
 //
@@ -86,7 +80,7 @@ func NativeHistograms(maxSize int32) []sdkmetric.View {
 		match := sdkmetric.Instrument{Name: name, Scope: instrumentationScope()}
 		views = append(views,
 			sdkmetric.NewView(match, sdkmetric.Stream{}),
-			sdkmetric.NewView(match, sdkmetric.Stream{Name: name + NativeSuffix, Aggregation: agg}),
+			sdkmetric.NewView(match, sdkmetric.Stream{Name: name + semconv.NativeSuffix, Aggregation: agg}),
 		)
 	}
 	return views

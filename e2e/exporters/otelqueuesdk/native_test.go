@@ -1012,8 +1012,8 @@ func TestNativeHistogramsViews(t *testing.T) {
 				t.Errorf("%s: first stream %+v, want the instrument's as it is", name, s)
 			}
 			want := sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: wantSize, MaxScale: 3}
-			if s := streams[1]; s.Name != name+otelqueuesdk.NativeSuffix || s.Unit != "s" || s.Description != "d" || s.Aggregation != want {
-				t.Errorf("NativeHistograms(%d): %s: second stream %+v, want %s with %+v", maxSize, name, s, name+otelqueuesdk.NativeSuffix, want)
+			if s := streams[1]; s.Name != name+semconv.NativeSuffix || s.Unit != "s" || s.Description != "d" || s.Aggregation != want {
+				t.Errorf("NativeHistograms(%d): %s: second stream %+v, want %s with %+v", maxSize, name, s, name+semconv.NativeSuffix, want)
 			}
 			// Other scopes and other instruments are not matched.
 			for _, other := range []sdkmetric.Instrument{
@@ -1103,7 +1103,7 @@ func TestNativeHistogramsStreams(t *testing.T) {
 				if dp := h.DataPoints[0]; !slices.Equal(dp.Bounds, tc.bounds) || dp.Count != want.count || dp.Sum != want.sum {
 					t.Errorf("%s: bounds %v count %d sum %v; want %v %d %v", name, dp.Bounds, dp.Count, dp.Sum, tc.bounds, want.count, want.sum)
 				}
-				twin := byName[semconv.ScopeOtelqueue+" "+name+otelqueuesdk.NativeSuffix]
+				twin := byName[semconv.ScopeOtelqueue+" "+name+semconv.NativeSuffix]
 				if twin.Unit != classic.Unit || twin.Description != classic.Description {
 					t.Errorf("%s: twin unit %q description %q; classic %q %q", name, twin.Unit, twin.Description, classic.Unit, classic.Description)
 				}
@@ -1118,7 +1118,7 @@ func TestNativeHistogramsStreams(t *testing.T) {
 			if _, ok := byName["someone/else "+semconv.MetricQueueDuration].Data.(metricdata.Histogram[float64]); !ok {
 				t.Error("another scope's histogram changed")
 			}
-			if _, ok := byName["someone/else "+semconv.MetricQueueDuration+otelqueuesdk.NativeSuffix]; ok {
+			if _, ok := byName["someone/else "+semconv.MetricQueueDuration+semconv.NativeSuffix]; ok {
 				t.Error("another scope's histogram got a twin")
 			}
 		})
