@@ -45,7 +45,7 @@ type Figures struct {
 	// whether it was read: the run delay, at least a tenth of a core of it
 	// (less is the wakeups of a quiet process, which a short work time
 	// would magnify), enough reconciles for a work time (MinReconciles),
-	// and workers busy at least DownstreamShare of their time (under it,
+	// and workers busy at least downstreamShare of their time (under it,
 	// the wait lengthens reconciles beside idle workers, and no key waits
 	// behind them).
 	CPUWaitShare float64

@@ -88,33 +88,34 @@ const (
 	signalWorkersNeeded Signal = "workers_needed"
 )
 
-// Thresholds of the rules, and the utilizations the figures use. Each is
-// read from here by everything that classifies: otelqueue's adaptive pool,
-// the examples' summary line, and the generated Prometheus rules and
+// Thresholds of the rules (their Threshold in Rules, and the numbers their
+// Holds texts say), and the utilizations the figures use. Everything that
+// classifies reads them from here or from Rules: otelqueue's adaptive
+// pool, the examples' summary line, and the generated Prometheus rules and
 // queue-figures.sh (example/prometheus).
 const (
-	// APIServerUnavailableShare: apiserver-unavailable holds from this
+	// apiServerUnavailableShare: apiserver-unavailable holds from this
 	// share of the round trips failed.
-	APIServerUnavailableShare = 0.25
-	// APIServerSlowLatency: apiserver-slow holds from this mean time of a
+	apiServerUnavailableShare = 0.25
+	// apiServerSlowLatency: apiserver-slow holds from this mean time of a
 	// single-object round trip, in seconds: a quarter of the 1 s that
 	// Kubernetes' API call latency SLO allows such a call at the 99th
 	// percentile, and many times what a healthy server takes (a few
 	// milliseconds here, tens in large clusters).
-	APIServerSlowLatency = 0.25
-	// CPUUtilizationShare: the CPU class holds from this share of the
+	apiServerSlowLatency = 0.25
+	// cpuUtilizationShare: the CPU class holds from this share of the
 	// cores used.
-	CPUUtilizationShare = 0.9
-	// CPUThrottledShare: the CPU class holds from this share of the
+	cpuUtilizationShare = 0.9
+	// cpuThrottledShare: the CPU class holds from this share of the
 	// cgroup's periods throttled.
-	CPUThrottledShare = 0.5
+	cpuThrottledShare = 0.5
 
-	// DownstreamShare: server-throttling, client-rate-limit and the CPU
+	// downstreamShare: server-throttling, client-rate-limit and the CPU
 	// class of a busy node hold from this share of the work time spent
 	// waiting on the limit (the server, the client, the node's CPU).
-	DownstreamShare = 0.25
-	// ErrorRetriesShare: errors holds above this share of the adds.
-	ErrorRetriesShare = 0.5
+	downstreamShare = 0.25
+	// errorRetriesShare: errors holds above this share of the adds.
+	errorRetriesShare = 0.5
 	// MinReconciles is the fewest reconciles finished in a window whose mean
 	// work time Little's law uses (Window.Figures): the mean of fewer is
 	// noise, and one attempt that waited out a stall or a Retry-After makes
@@ -152,48 +153,48 @@ type Rule struct {
 // rules is the table, in the order of precedence.
 var rules = [...]Rule{
 	{
-		Class: APIServerUnavailable, Signal: signalAPIServerUnavailable, Threshold: APIServerUnavailableShare, Inclusive: true,
-		Holds:  "at least a quarter of the process's API requests failed for the API server (connection errors, timeouts, 5xx)",
+		Class: APIServerUnavailable, Signal: signalAPIServerUnavailable, Threshold: apiServerUnavailableShare, Inclusive: true,
+		Holds:  "at least " + pct(apiServerUnavailableShare) + " of the process's API requests failed for the API server (connection errors, timeouts, 5xx)",
 		Change: "bring the control plane back (kube-apiserver, etcd, a failing webhook); the reconciles are not at fault, more workers only retry faster",
 	},
 	{
-		Class: CPU, Signal: signalCPUMaxProcs, Threshold: CPUUtilizationShare, Inclusive: true,
-		Holds:  "the process used at least 90% of GOMAXPROCS, which is below the cores it may use (the node's CPUs, its CPU limit)",
+		Class: CPU, Signal: signalCPUMaxProcs, Threshold: cpuUtilizationShare, Inclusive: true,
+		Holds:  "the process used at least " + pct(cpuUtilizationShare) + " of GOMAXPROCS, which is below the cores it may use (the node's CPUs, its CPU limit)",
 		Change: "raise GOMAXPROCS, or unset it (the Go runtime sets it from the CPU limit); not the CPU limit, which it does not reach, nor workers",
 	},
 	{
-		Class: CPU, Signal: signalCPUUtilization, Threshold: CPUUtilizationShare, Inclusive: true,
-		Holds:  "the process used at least 90% of the cores it has (the least of the cgroup's CPU quota and GOMAXPROCS), the idle GC's marking left out",
+		Class: CPU, Signal: signalCPUUtilization, Threshold: cpuUtilizationShare, Inclusive: true,
+		Holds:  "the process used at least " + pct(cpuUtilizationShare) + " of the cores it has (the least of the cgroup's CPU quota and GOMAXPROCS), the idle GC's marking left out",
 		Change: "give the controller more CPU (its CPU limit, or a node with more) or make each reconcile cheaper; more workers only share the same cores",
 	},
 	{
-		Class: CPU, Signal: signalCPUThrottled, Threshold: CPUThrottledShare, Inclusive: true,
-		Holds:  "the cgroup throttled the process in at least half of its CPU periods",
+		Class: CPU, Signal: signalCPUThrottled, Threshold: cpuThrottledShare, Inclusive: true,
+		Holds:  "the cgroup throttled the process in at least " + pct(cpuThrottledShare) + " of its CPU periods",
 		Change: "raise the controller's CPU limit or make each reconcile cheaper; more workers only hit the quota sooner",
 	},
 	{
-		Class: CPU, Signal: signalCPUWaitShare, Threshold: DownstreamShare, Inclusive: true,
-		Holds:  "the process's threads waited on the node's run queues for a CPU at least a quarter of the work time (and of the CPU they wanted), while the workers were busy at least a quarter of their time",
+		Class: CPU, Signal: signalCPUWaitShare, Threshold: downstreamShare, Inclusive: true,
+		Holds:  "the process's threads waited on the node's run queues for a CPU at least " + pct(downstreamShare) + " of the work time (and of the CPU they wanted), while the workers were busy at least " + pct(downstreamShare) + " of their time",
 		Change: "the node's other processes take the CPU it asks for: raise its CPU request (the scheduler places it where that is free, and the kernel weighs it by it) or move it off the busy node; more workers only wait longer",
 	},
 	{
-		Class: ServerThrottling, Signal: signalRetryAfterShare, Threshold: DownstreamShare, Inclusive: true,
-		Holds:  "the reconciles spent at least a quarter of their work time waiting out the API server's Retry-After (HTTP 429)",
+		Class: ServerThrottling, Signal: signalRetryAfterShare, Threshold: downstreamShare, Inclusive: true,
+		Holds:  "the reconciles spent at least " + pct(downstreamShare) + " of their work time waiting out the API server's Retry-After (HTTP 429)",
 		Change: "give the controller a larger API Priority and Fairness share on the server (its FlowSchema's PriorityLevelConfiguration) or make fewer API calls",
 	},
 	{
-		Class: ClientRateLimit, Signal: signalRateLimiterShare, Threshold: DownstreamShare, Inclusive: true,
-		Holds:  "the reconciles spent at least a quarter of their work time waiting for the client-side rate limiter",
+		Class: ClientRateLimit, Signal: signalRateLimiterShare, Threshold: downstreamShare, Inclusive: true,
+		Holds:  "the reconciles spent at least " + pct(downstreamShare) + " of their work time waiting for the client-side rate limiter",
 		Change: "raise the client's QPS/Burst (rest.Config) or make fewer API calls",
 	},
 	{
-		Class: APIServerSlow, Signal: signalAPIServerLatency, Threshold: APIServerSlowLatency, Inclusive: true,
-		Holds:  "the process's single-object API reads or writes took at least 250 ms on average, without the API server's 429s",
+		Class: APIServerSlow, Signal: signalAPIServerLatency, Threshold: apiServerSlowLatency, Inclusive: true,
+		Holds:  "the process's single-object API reads or writes took at least " + ms(apiServerSlowLatency) + " on average, without the API server's 429s",
 		Change: "find what slows the API server (admission webhooks, etcd, API Priority and Fairness queuing) or make fewer API calls; more workers help only while the server has room, which only a change of the count tells: try a step and watch the work time",
 	},
 	{
-		Class: Errors, Signal: signalErrorRetries, Threshold: ErrorRetriesShare,
-		Holds:  "more than half of the keys that became pending were retries through the rate limiter's backoff (RequeueAfter not counted)",
+		Class: Errors, Signal: signalErrorRetries, Threshold: errorRetriesShare,
+		Holds:  "more than " + pct(errorRetriesShare) + " of the keys that became pending were retries through the rate limiter's backoff (RequeueAfter not counted)",
 		Change: "fix the reconcile's errors, they are most of the work",
 	},
 	{
@@ -203,6 +204,12 @@ var rules = [...]Rule{
 		MoreWorkers: true,
 	},
 }
+
+// pct is a share as the Holds texts write it: "25%".
+func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', -1, 64) + "%" }
+
+// ms is a time in seconds as the Holds texts write it: "250 ms".
+func ms(seconds float64) string { return strconv.FormatFloat(1000*seconds, 'f', -1, 64) + " ms" }
 
 // Rules returns the table, in the order of precedence: a copy, which the
 // caller may change.

@@ -133,7 +133,7 @@ func (w Window) Figures() Figures {
 		f.RateLimiterShare = w.Client.Share(w.Client.RateLimiterWait)
 	}
 	f.ErrorRetries, f.AddsKnown = w.ErrorRetries()
-	if w.CPU.Known && w.CPU.RunDelayKnown && w.CPU.RunDelay >= minCPU && f.WorkKnown && f.Utilization >= DownstreamShare {
+	if w.CPU.Known && w.CPU.RunDelayKnown && w.CPU.RunDelay >= minCPU && f.WorkKnown && f.Utilization >= downstreamShare {
 		// The threads' wait is the process's, the busy time the queue's.
 		// The work waited at most all of that wait (over the work time),
 		// and, were the wait spread over all the process wanted, the share

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
 // The load: churn reconciles a second, each burning reconcileCPU on its
@@ -20,14 +22,19 @@ const (
 	reconcileCPU = 60 * time.Millisecond
 )
 
-// Figures of the library's classifier (package bottleneck, in the root
-// module, which the e2e module does not require): the utilization the
-// cores needed aim at, and the share of the cores from which the class is
-// cpu.
-const (
-	targetUtilization   = 0.7 // bottleneck.TargetUtilization
-	cpuUtilizationShare = 0.9 // bottleneck.CPUUtilizationShare
-)
+// Figures of the library's classifier, read from package bottleneck: the
+// utilization the cores needed aim at, and the share of the cores from
+// which the class is cpu (the table's threshold of cpu_utilization).
+const targetUtilization = bottleneck.TargetUtilization
+
+var cpuUtilizationShare = func() float64 {
+	for _, r := range bottleneck.Rules() {
+		if r.Signal == "cpu_utilization" {
+			return r.Threshold
+		}
+	}
+	panic("package bottleneck's table has no cpu_utilization rule")
+}()
 
 // coresForLoad is what the requested load needs at targetUtilization, for
 // its reconciles' burned CPU alone: 1.03 cores.

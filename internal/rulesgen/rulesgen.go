@@ -154,6 +154,20 @@ func awkString(s string) string {
 	return `"` + strings.ReplaceAll(s, "'", `'"'"'`) + `"`
 }
 
+// thresholds returns the table's threshold of each signal. The three
+// downstream shares are one threshold in the templates: an error when they
+// differ.
+func thresholds() (map[bottleneck.Signal]float64, error) {
+	th := map[bottleneck.Signal]float64{}
+	for _, r := range bottleneck.Rules() {
+		th[r.Signal] = r.Threshold
+	}
+	if th["retry_after_share"] != th["rate_limiter_share"] || th["retry_after_share"] != th["cpu_wait_share"] {
+		return nil, fmt.Errorf("rulesgen: the table's downstream shares differ (%v): the templates write one (DownstreamShare)", th)
+	}
+	return th, nil
+}
+
 // Render returns the artifact at path rendered from its template text.
 func Render(path, tmpl string) ([]byte, error) {
 	t, err := template.New(path).Delims("<%", "%>").Option("missingkey=error").Funcs(template.FuncMap{
@@ -168,13 +182,17 @@ func Render(path, tmpl string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rulesgen: %s.tmpl: %w", path, err)
 	}
+	th, err := thresholds()
+	if err != nil {
+		return nil, err
+	}
 	data := map[string]float64{
-		"APIServerUnavailableShare": bottleneck.APIServerUnavailableShare,
-		"APIServerSlowLatency":      bottleneck.APIServerSlowLatency,
-		"CPUUtilizationShare":       bottleneck.CPUUtilizationShare,
-		"CPUThrottledShare":         bottleneck.CPUThrottledShare,
-		"DownstreamShare":           bottleneck.DownstreamShare,
-		"ErrorRetriesShare":         bottleneck.ErrorRetriesShare,
+		"APIServerUnavailableShare": th["apiserver_unavailable"],
+		"APIServerSlowLatency":      th["apiserver_latency"],
+		"CPUUtilizationShare":       th["cpu_utilization"],
+		"CPUThrottledShare":         th["cpu_throttled"],
+		"DownstreamShare":           th["retry_after_share"],
+		"ErrorRetriesShare":         th["error_retries"],
 		"TargetUtilization":         bottleneck.TargetUtilization,
 		"SaturatedAt":               bottleneck.SaturatedAt,
 		"CPULimitPerRequest":        bottleneck.CPULimitPerRequest,
