@@ -2,10 +2,11 @@ package bottleneck
 
 import (
 	"fmt"
-	"github.com/otelqueue/otelqueue/procstat"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/otelqueue/otelqueue/procstat"
 )
 
 // Figures are the signals of one queue over a window, as the rules read
@@ -23,12 +24,12 @@ type Figures struct {
 	RetryAfterShare, RateLimiterShare float64
 	// ErrorRetries is the share of the adds that were retries through the
 	// rate limiter's backoff; AddsKnown says whether enough keys became
-	// pending to read it (MinReconciles).
+	// pending to read it (5).
 	ErrorRetries float64
 	AddsKnown    bool
 	// Workers is the configured worker count (0: unknown), LittlesLaw the
 	// count the load needs; WorkKnown says whether the mean work time, and
-	// so Little's law, are known (Window: at least MinReconciles finished).
+	// so Little's law, are known (Window: at least 5 finished).
 	Workers, LittlesLaw int
 	WorkKnown           bool
 	// Utilization is the workers' busy time over the time they had.
@@ -44,7 +45,7 @@ type Figures struct {
 	// process is not charged the wait of the rest. CPUWaitKnown says
 	// whether it was read: the run delay, at least a tenth of a core of it
 	// (less is the wakeups of a quiet process, which a short work time
-	// would magnify), enough reconciles for a work time (MinReconciles),
+	// would magnify), enough reconciles for a work time (5),
 	// and workers busy at least downstreamShare of their time (under it,
 	// the wait lengthens reconciles beside idle workers, and no key waits
 	// behind them).
@@ -212,10 +213,10 @@ func (v Verdict) String() string {
 		v.Rule.Comparison(), strconv.FormatFloat(v.Rule.Threshold, 'f', -1, 64), v.Rule.Change, suffix)
 }
 
-// LittlesLaw returns the worker count that keeps a queue at
+// littlesLaw returns the worker count that keeps a queue at
 // TargetUtilization: ⌈arrivals/s × mean work time / TargetUtilization⌉, at
 // least 1.
-func LittlesLaw(arrivalsPerSecond float64, meanWork time.Duration) int {
+func littlesLaw(arrivalsPerSecond float64, meanWork time.Duration) int {
 	// The epsilon keeps an exact quotient (7/s × 100 ms / 0.7 = 1) from
 	// rounding up on a floating-point residue.
 	n := math.Ceil(arrivalsPerSecond*meanWork.Seconds()/TargetUtilization - 1e-9)

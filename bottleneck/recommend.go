@@ -3,14 +3,16 @@ package bottleneck
 import (
 	"cmp"
 	"fmt"
+	"github.com/otelqueue/otelqueue/internal/sizing"
 	"math"
 	"slices"
 	"strings"
 	"time"
 )
 
-// The sizing's spans and factors: read from here by otelqueue's Sizer,
-// the examples' summary line and the generated recording rules.
+// The sizing's spans: read from here by otelqueue's Sizer, the examples'
+// summary line and the generated recording rules (its factors are in
+// docs/scaling.md).
 const (
 	// PeakSpan is the span the figures are averaged over before the peak
 	// is taken: the busiest five minutes, the window of the recording
@@ -21,23 +23,6 @@ const (
 	// long enough for the peaks of a working hour, short enough that the
 	// answer follows a load that changed for good.
 	Horizon = time.Hour
-	// CPULimitPerRequest is the CPU limit over the request. The kernel
-	// enforces a limit within each 100 ms period, and a process whose
-	// busiest five minutes average the request still bursts above it
-	// within periods (an event burst, a garbage collection on every
-	// GOMAXPROCS thread); the Go runtime also sets GOMAXPROCS from the
-	// limit. Twice the request leaves them room.
-	CPULimitPerRequest = 2
-	// MemoryLimitPerRequest is the memory limit over the request: a
-	// quarter more than the peak, for the informer caches to grow by a
-	// quarter before the pod is killed for it, where a CPU limit only
-	// slows a process down.
-	MemoryLimitPerRequest = 1.25
-	// GOMEMLIMITShare is the GOMEMLIMIT to set, as a share of the memory
-	// limit: near the limit the Go runtime collects more often instead of
-	// letting the heap reach the limit, and the rest is for what it does
-	// not count (the kernel's page cache of the process, cgo).
-	GOMEMLIMITShare = 0.9
 )
 
 // Span is what a process did over one span of its history (PeakSpan
@@ -94,7 +79,7 @@ type QueueRecommendation struct {
 	// (Verdict.Recommend: Little's law at TargetUtilization, never above
 	// Workers unless its class may ask for more). Run < Workers says the
 	// workers are more than enough; Known says whether any span had the
-	// MinReconciles reconciles Little's law needs.
+	// 5 reconciles Little's law needs.
 	Workers int  `json:"workers"`
 	Run     int  `json:"run"`
 	Known   bool `json:"known"`
@@ -111,7 +96,7 @@ type CPURecommendation struct {
 	// Known says whether the CPU was read in any span.
 	Known bool `json:"known"`
 	// Request is the most cores any span needed, rounded up to a
-	// hundredth; Limit is CPULimitPerRequest times it.
+	// hundredth; Limit is twice it.
 	Request float64 `json:"request_cores"`
 	Limit   float64 `json:"limit_cores"`
 	// The busiest span: its end, the cores it needed (the arrivals it got
@@ -137,8 +122,8 @@ type MemoryRecommendation struct {
 	// Known says whether the memory was read in any span.
 	Known bool `json:"known"`
 	// Request is the most memory any span needed, rounded up to a MiB;
-	// Limit is MemoryLimitPerRequest times it, and GOMEMLIMIT, for the
-	// Go runtime's soft limit, GOMEMLIMITShare of the limit (both to a
+	// Limit is 1.25 times it, and GOMEMLIMIT, for the
+	// Go runtime's soft limit, 0.9 of the limit (both to a
 	// MiB).
 	Request    uint64 `json:"request_bytes"`
 	Limit      uint64 `json:"limit_bytes"`
@@ -210,7 +195,7 @@ func Recommend(history []Span) Recommendation {
 				// gone from the last span.
 				q.Workers = w.Workers
 			}
-			if w.Reconciles < MinReconciles {
+			if w.Reconciles < sizing.MinReconciles {
 				continue
 			}
 			v := w.Classify()
@@ -235,12 +220,12 @@ func Recommend(history []Span) Recommendation {
 	if r.CPU.Known {
 		r.CPU.Request = math.Ceil(r.CPU.Needed*100-1e-9) / 100
 		r.CPU.Request = max(r.CPU.Request, 0.01)
-		r.CPU.Limit = r.CPU.Request * CPULimitPerRequest
+		r.CPU.Limit = r.CPU.Request * sizing.CPULimitPerRequest
 	}
 	if m := &r.Memory; m.Known {
 		m.Request = roundUpMiB(float64(m.Needed))
-		m.Limit = roundUpMiB(float64(m.Request) * MemoryLimitPerRequest)
-		m.GOMEMLIMIT = uint64(float64(m.Limit)*GOMEMLIMITShare) / mib * mib
+		m.Limit = roundUpMiB(float64(m.Request) * sizing.MemoryLimitPerRequest)
+		m.GOMEMLIMIT = uint64(float64(m.Limit)*sizing.GOMEMLIMITShare) / mib * mib
 		if last.Objects > 0 && last.ObjectBytes > 0 {
 			m.Objects = last.Objects
 			m.PerObject = uint64(math.Round(last.ObjectBytes * max(1, last.HeapGrowth)))
@@ -368,9 +353,9 @@ func (r Recommendation) String() string {
 func (q QueueRecommendation) String() string {
 	if !q.Known {
 		if q.Workers > 0 {
-			return fmt.Sprintf("%s unknown (%d run; fewer than %d reconciles in every span)", q.Name, q.Workers, MinReconciles)
+			return fmt.Sprintf("%s unknown (%d run; fewer than %d reconciles in every span)", q.Name, q.Workers, sizing.MinReconciles)
 		}
-		return fmt.Sprintf("%s unknown (fewer than %d reconciles in every span)", q.Name, MinReconciles)
+		return fmt.Sprintf("%s unknown (fewer than %d reconciles in every span)", q.Name, sizing.MinReconciles)
 	}
 	var run string
 	switch {

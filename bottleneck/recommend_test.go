@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/sizing"
 )
 
 var t0 = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
@@ -108,7 +110,7 @@ func TestRecommendDownstreamLimit(t *testing.T) {
 // Little's law needs in every span is unknown, not 1.
 func TestRecommendFewReconciles(t *testing.T) {
 	s := span(time.Minute, 4, 0, 0, 0.1, 10<<20)
-	s.Queues[0].Reconciles, s.Queues[0].Adds = MinReconciles-1, MinReconciles-1
+	s.Queues[0].Reconciles, s.Queues[0].Adds = sizing.MinReconciles-1, sizing.MinReconciles-1
 	r := Recommend([]Span{s})
 	if q := r.Queues[0]; q.Known || q.Run != 0 {
 		t.Errorf("%+v, want unknown", q)

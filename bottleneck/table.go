@@ -116,20 +116,10 @@ const (
 	downstreamShare = 0.25
 	// errorRetriesShare: errors holds above this share of the adds.
 	errorRetriesShare = 0.5
-	// MinReconciles is the fewest reconciles finished in a window whose mean
-	// work time Little's law uses (Window.Figures): the mean of fewer is
-	// noise, and one attempt that waited out a stall or a Retry-After makes
-	// it seconds (on a real API server throttled to one seat, a 3 s summary
-	// line with one reconcile of 12.6 s recommended 55 workers against 16).
-	MinReconciles = 5
 	// TargetUtilization is the utilization the recommended worker count
 	// and the cores needed aim at: headroom for bursts without idling most
 	// of what is paid for.
 	TargetUtilization = 0.7
-	// SaturatedAt is the worker utilization from which a queue counts as
-	// saturated: its coalesced adds then count as arrivals too (its adds
-	// measure only what the workers could take).
-	SaturatedAt = 0.9
 )
 
 // Rule is one row of the table: a class holds when its signal is above the
@@ -214,17 +204,6 @@ func ms(seconds float64) string { return strconv.FormatFloat(1000*seconds, 'f', 
 // Rules returns the table, in the order of precedence: a copy, which the
 // caller may change.
 func Rules() []Rule { return append([]Rule(nil), rules[:]...) }
-
-// RuleFor returns the first rule of class c, and false when c has none
-// (None, or a class that is not in the table).
-func RuleFor(c Class) (Rule, bool) {
-	for _, r := range rules {
-		if r.Class == c {
-			return r, true
-		}
-	}
-	return Rule{}, false
-}
 
 // holds tells whether the rule holds for the signal's value v.
 func (r Rule) holds(v float64) bool {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/sizing"
 )
 
 // Window is what one queue did over an interval: the differences of two
@@ -82,13 +84,13 @@ func (w Window) Utilization() float64 {
 }
 
 // Arrivals is the rate at which work arrives, in keys per second: the adds
-// that became work and, once the queue is saturated (SaturatedAt), the
+// that became work and, once the queue is saturated (utilization 0.9 or more), the
 // coalesced adds too.
 func (w Window) Arrivals() float64 {
 	if w.Duration <= 0 {
 		return 0
 	}
-	if w.Utilization() >= SaturatedAt {
+	if w.Utilization() >= sizing.SaturatedAt {
 		return float64(w.Adds+w.Coalesced) / w.Seconds()
 	}
 	return float64(w.Adds) / w.Seconds()
@@ -103,15 +105,16 @@ func (w Window) MeanWork() time.Duration {
 }
 
 // LittlesLaw is the worker count the window's load needs at
-// TargetUtilization (the package function LittlesLaw).
-func (w Window) LittlesLaw() int { return LittlesLaw(w.Arrivals(), w.MeanWork()) }
+// TargetUtilization: ⌈arrivals/s × mean work time / TargetUtilization⌉,
+// at least 1.
+func (w Window) LittlesLaw() int { return littlesLaw(w.Arrivals(), w.MeanWork()) }
 
 // ErrorRetries returns the share of the adds that were retries through the
-// rate limiter's backoff, and false when fewer than MinReconciles keys
+// rate limiter's backoff, and false when fewer than 5 keys
 // became pending: the share of one or two adds says nothing of the queue
 // (one retry in a second of a restarting API server is no errors class).
 func (w Window) ErrorRetries() (float64, bool) {
-	if w.Adds < MinReconciles {
+	if w.Adds < sizing.MinReconciles {
 		return 0, false
 	}
 	backoff := w.Retries - min(w.DelayedAdds, w.Retries)
@@ -125,7 +128,7 @@ func (w Window) Figures() Figures {
 		APIServer:   w.APIServer,
 		Client:      w.Client.Used && w.Client.Work > 0,
 		Workers:     w.Workers,
-		WorkKnown:   w.Reconciles >= MinReconciles,
+		WorkKnown:   w.Reconciles >= sizing.MinReconciles,
 		Utilization: w.Utilization(),
 	}
 	if f.Client {

@@ -1,9 +1,11 @@
 package bottleneck
 
 import (
-	"github.com/otelqueue/otelqueue/procstat"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/sizing"
+	"github.com/otelqueue/otelqueue/procstat"
 )
 
 func TestWindow(t *testing.T) {
@@ -78,9 +80,9 @@ func TestPollingIsNoError(t *testing.T) {
 	if v := one.Classify(); v.Class == Errors {
 		t.Errorf("one failed add: %v, want no errors class", v)
 	}
-	one.Adds, one.Retries = MinReconciles, MinReconciles
+	one.Adds, one.Retries = sizing.MinReconciles, sizing.MinReconciles
 	if v := one.Classify(); v.Class != Errors {
-		t.Errorf("%d failed adds: %v, want errors", MinReconciles, v)
+		t.Errorf("%d failed adds: %v, want errors", sizing.MinReconciles, v)
 	}
 }
 
@@ -147,9 +149,9 @@ func TestProcessCPU(t *testing.T) {
 }
 
 // TestWindowFewReconciles: Little's law reads the mean work time of at
-// least MinReconciles reconciles: one attempt of 12.6 s that waited out a
+// least sizing.MinReconciles reconciles: one attempt of 12.6 s that waited out a
 // throttled API server, alone in a 3 s window, recommends no 55 workers;
-// the same mean over MinReconciles does.
+// the same mean over sizing.MinReconciles does.
 func TestWindowFewReconciles(t *testing.T) {
 	w := Window{Duration: 3 * time.Second, Workers: 16, Adds: 9, Reconciles: 1, Busy: 12600 * time.Millisecond}
 	if v := w.Classify(); v.Class == Workers || v.MoreWorkers() && v.Class != None {
@@ -158,8 +160,8 @@ func TestWindowFewReconciles(t *testing.T) {
 	if f := w.Figures(); f.WorkKnown {
 		t.Errorf("one reconcile: the work time known for Little's law")
 	}
-	w.Reconciles, w.Busy = MinReconciles, MinReconciles*12600*time.Millisecond
+	w.Reconciles, w.Busy = sizing.MinReconciles, sizing.MinReconciles*12600*time.Millisecond
 	if v := w.Classify(); v.Class != Workers {
-		t.Errorf("%d reconciles of 12.6 s at 3 arrivals/s with 16 workers: %v, want workers", MinReconciles, v)
+		t.Errorf("%d reconciles of 12.6 s at 3 arrivals/s with 16 workers: %v, want workers", sizing.MinReconciles, v)
 	}
 }

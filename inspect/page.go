@@ -154,7 +154,7 @@ type Bottleneck struct {
 	// MaxInFlight; 0 when none is known (then the window has no
 	// utilization and no workers class). Recommended is the count the
 	// verdict recommends (bottleneck.Verdict.Recommend), 0 when fewer than
-	// bottleneck.MinReconciles reconciles finished.
+	// 5 reconciles finished.
 	Workers     int `json:"workers"`
 	Recommended int `json:"recommended,omitempty"`
 	// Utilization is the workers' busy time over the time they had;

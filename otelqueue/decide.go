@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/sizing"
+
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
@@ -357,7 +359,7 @@ func measure(w *window) figures {
 	f.class = bottleneck.Classify(bottleneck.Figures{
 		CPU: f.cpu, APIServer: w.apiserver,
 		Client: w.done > 0 && w.work > 0, RetryAfterShare: f.retryAfter, RateLimiterShare: f.limiter,
-		ErrorRetries: f.errorRetries, AddsKnown: w.adds >= bottleneck.MinReconciles,
+		ErrorRetries: f.errorRetries, AddsKnown: w.adds >= sizing.MinReconciles,
 		// No worker count: the pool's own staffing rule is its workers
 		// class; it reads the table's classes that forbid more workers.
 		Utilization: f.utilization,

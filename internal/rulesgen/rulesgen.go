@@ -17,6 +17,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/sizing"
+
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
@@ -194,10 +196,10 @@ func Render(path, tmpl string) ([]byte, error) {
 		"DownstreamShare":           th["retry_after_share"],
 		"ErrorRetriesShare":         th["error_retries"],
 		"TargetUtilization":         bottleneck.TargetUtilization,
-		"SaturatedAt":               bottleneck.SaturatedAt,
-		"CPULimitPerRequest":        bottleneck.CPULimitPerRequest,
-		"MemoryLimitPerRequest":     bottleneck.MemoryLimitPerRequest,
-		"GOMEMLIMITShare":           bottleneck.GOMEMLIMITShare,
+		"SaturatedAt":               sizing.SaturatedAt,
+		"CPULimitPerRequest":        sizing.CPULimitPerRequest,
+		"MemoryLimitPerRequest":     sizing.MemoryLimitPerRequest,
+		"GOMEMLIMITShare":           sizing.GOMEMLIMITShare,
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {

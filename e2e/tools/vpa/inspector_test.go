@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelqueue/otelqueue/internal/sizing"
+
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
@@ -82,8 +84,8 @@ func TestDecodeInspector(t *testing.T) {
 		}
 	}
 	// The library's own factors hold between the figures.
-	if r.CPU.Limit != r.CPU.Request*bottleneck.CPULimitPerRequest {
-		t.Errorf("limit %v is not %v × request %v", r.CPU.Limit, bottleneck.CPULimitPerRequest, r.CPU.Request)
+	if r.CPU.Limit != r.CPU.Request*sizing.CPULimitPerRequest {
+		t.Errorf("limit %v is not %v × request %v", r.CPU.Limit, sizing.CPULimitPerRequest, r.CPU.Request)
 	}
 
 	if _, err := decodeInspector([]byte(`{"at":"2026-12-06T00:00:00Z","queues":[]}`)); err == nil || !strings.Contains(err.Error(), `no "recommendation"`) {
