@@ -17,12 +17,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
 
 func main() {
 	names := flag.Bool("names", false, "print every name")
+	undocumented := flag.Bool("undocumented", false, "print, and exit 1 for, the names that no Example function and no doc (README.md, docs/*.md) uses")
 	flag.Parse()
 	roots := flag.Args()
 	if len(roots) == 0 {
@@ -58,6 +60,97 @@ func main() {
 		}
 	}
 	fmt.Printf("%-28s %4d\n", "total", total)
+	if *undocumented {
+		missing, err := undocumentedNames(roots[0], counts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apisurface:", err)
+			os.Exit(1)
+		}
+		for _, m := range missing {
+			fmt.Println("undocumented:", m)
+		}
+		if len(missing) > 0 {
+			os.Exit(1)
+		}
+	}
+}
+
+// codeOf returns the code of a Markdown text: its fenced blocks and its
+// code spans, one per line.
+func codeOf(md string) string {
+	var b strings.Builder
+	for i, part := range strings.Split(md, "```") {
+		if i%2 == 1 {
+			b.WriteString(part + "\n")
+			continue
+		}
+		spans := strings.Split(part, "`")
+		for j := 1; j < len(spans); j += 2 {
+			b.WriteString(spans[j] + "\n")
+		}
+	}
+	return b.String()
+}
+
+// undocumentedNames returns pkg.Name for each name that no doc under the
+// repository root (README.md, docs/*.md) writes in code (between
+// backquotes) and no Example function of the repository uses (an Example
+// in its own package may use it unqualified).
+func undocumentedNames(root string, counts map[string][]string) ([]string, error) {
+	var docs strings.Builder
+	paths, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	paths = append(paths, filepath.Join(root, "README.md"))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		docs.WriteString(codeOf(string(b)))
+	}
+	examples := map[string]string{} // package directory -> its example files' text
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), "example") && strings.HasSuffix(d.Name(), "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			examples[filepath.ToSlash(rel)] += string(b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all strings.Builder
+	for _, text := range examples {
+		all.WriteString(text)
+	}
+	var missing []string
+	pkgs := make([]string, 0, len(counts))
+	for p := range counts {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		short := p[strings.LastIndex(p, "/")+1:]
+		own := examples[strings.TrimPrefix(p, "controllerruntime/")] + examples[p]
+		for _, n := range counts[p] {
+			q := short + "." + n
+			word := regexp.MustCompile(`\b` + regexp.QuoteMeta(n) + `\b`)
+			if word.MatchString(docs.String()) || strings.Contains(all.String(), q) || word.MatchString(own) {
+				continue
+			}
+			missing = append(missing, q)
+		}
+	}
+	return missing, nil
 }
 
 // count returns, per package directory under root, its exported names.
