@@ -15,7 +15,8 @@
 #   make rules   promtool check and unit tests of example/prometheus/rules.yml
 #   make release VERSION=vX.Y.Z   set that version everywhere, test it, print the tags
 #   make api     the exported names of each public package (issue 38 holds
-#                otelqueue to 60 and all to 180), and those no Example or doc uses
+#                otelqueue to 60 and all to 180), those no Example or doc uses,
+#                and the API changes since the last release (release/apidiff.sh)
 #   make bench   the bench/ module, several -count runs, a benchstat table
 #   make demo    the example controller on its embedded fake cluster (ARGS=... for flags)
 #   make demo-controller-runtime   the same with controller-runtime (example/controllerruntime)
@@ -196,6 +197,7 @@ consumer:
 # work to do).
 api:
 	@cd release && $(GO) run ./cmd/apisurface -undocumented || true
+	@GO=$(GO) bash release/apidiff.sh
 
 # make release VERSION=vX.Y.Z: see docs/releasing.md.
 release:
@@ -256,11 +258,11 @@ bench:
 	$(MAKE) --no-print-directory bench-compare
 
 # How far each variant moved since the last release (BASE, a git ref: the
-# newest v* tag): both bench binaries built, run in COUNT interleaved
+# newest commit "release vX.Y.Z", release/lastrelease.sh): both bench binaries built, run in COUNT interleaved
 # rounds, compared by benchstat, and gated by bench/cmd/moved, which fails
 # when one of otelqueue's variants got slower by more than 2% with
 # significance or allocates more (bench/compare.sh). make bench ends with it.
-BASE ?= $(shell git describe --tags --abbrev=0 --match 'v*' 2>/dev/null || echo 047c286)
+BASE ?= $(shell bash release/lastrelease.sh)
 bench-compare:
 	COUNT=$(COUNT) BENCHTIME=$(BENCHTIME) GO=$(GO) BENCHSTAT="$(BENCHSTAT)" bash bench/compare.sh $(BASE) '$(if $(filter .,$(BENCH)),^BenchmarkLifecycle$$,$(BENCH))'
 

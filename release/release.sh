@@ -75,6 +75,10 @@ while IFS= read -r mod; do
 	done
 done < <(git ls-files '*go.mod' 'go.mod')
 
+# What changed in the API since the last release (found by its commit):
+# read it against the CHANGELOG's migration notes before committing.
+GO="$GO" bash release/apidiff.sh || die "release/apidiff.sh could not compare the API with the last release"
+
 echo "== release tests (the consumer test builds against a file-based proxy)"
 if ! (cd release && "$GO" test -count=1 ./...); then
 	echo "release: the release tests failed; undo the version changes with: git checkout -- ." >&2
