@@ -5,11 +5,12 @@ import (
 	"errors"
 	"log"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
+	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 
-	"github.com/otelqueue/otelqueue/internal/loglimit"
 	"github.com/otelqueue/otelqueue/otelqueue"
 )
 
@@ -39,8 +40,26 @@ type failureLogState struct {
 
 	simulated atomic.Int64 // deliberate failures seen
 
-	// limit is the Runner's default limit, for the other errors.
-	limit *loglimit.Limiter
+	// limit is the Runner's default limit, for the other errors, on
+	// clock; suppressed counts the lines it refused since the last one
+	// logged. mu guards both.
+	clock      clock.PassiveClock
+	mu         sync.Mutex
+	limit      *rate.Limiter
+	suppressed int
+}
+
+// allow says whether another error line may be logged now and, if so, how
+// many it suppressed since the previous one.
+func (s *failureLogState) allow() (ok bool, suppressed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.limit.AllowN(s.clock.Now(), 1) {
+		s.suppressed++
+		return false, 0
+	}
+	suppressed, s.suppressed = s.suppressed, 0
+	return true, suppressed
 }
 
 // newFailureLog returns the handler of the Runner's lines, writing through
@@ -53,7 +72,7 @@ func newFailureLog(next slog.Handler, cfg config) *failureLog {
 func newFailureLogClock(next slog.Handler, cfg config, c clock.PassiveClock) *failureLog {
 	return &failureLog{next: next, state: &failureLogState{
 		all: cfg.logSimulated, errorRate: cfg.errorRate,
-		limit: loglimit.New(c, otelqueue.DefaultLogBurst, otelqueue.DefaultLogInterval),
+		clock: c, limit: rate.NewLimiter(rate.Every(otelqueue.DefaultLogInterval), otelqueue.DefaultLogBurst),
 	}}
 }
 
@@ -86,7 +105,7 @@ func (h *failureLog) Handle(ctx context.Context, r slog.Record) error {
 		}
 		return nil
 	}
-	ok, suppressed := s.limit.Allow()
+	ok, suppressed := s.allow()
 	if !ok {
 		return nil
 	}

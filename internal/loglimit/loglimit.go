@@ -1,5 +1,5 @@
 // Package loglimit is the token bucket that bounds error lines: the
-// otelqueue Runner's "Reconciler error" lines, and the example app's.
+// otelqueue Runner's "Reconciler error" lines.
 package loglimit
 
 import (
