@@ -216,8 +216,9 @@ fuzz:
 # The recording and alerting rules (example/prometheus/rules.yml): first
 # that it and queue-figures.sh are their rendering from their templates and
 # the classifier's table (package bottleneck), and that both tests have the
-# table's boundary cases (internal/rulesgen; go test ./internal/rulesgen
-# -update regenerates them); syntax and PromQL checked (with
+# table's boundary cases (example/prometheus's Go test, with the renderer
+# internal/rulesgen; cd example && go test ./prometheus -update regenerates
+# them); syntax and PromQL checked (with
 # docker-compose's Prometheus config, which loads them), then
 # rules_test.yml run against them; then queue-figures.sh, which computes the
 # same figures from two scrapes, on the same cases (queue-figures_test.sh,
@@ -225,7 +226,7 @@ fuzz:
 # e2e stack runs (3.16, built from the Go module proxy and cached in
 # e2e/.bin: 8 to 19 minutes cold, docs/testing.md#how-long).
 rules:
-	$(GO) test -count=1 ./internal/rulesgen
+	cd example && $(GO) test -count=1 ./prometheus/
 	@promtool=$$($(PROMTOOL)) || exit 1; \
 	echo "== $$promtool check config example/prometheus/prometheus.yml"; \
 	$$promtool check config example/prometheus/prometheus.yml && \

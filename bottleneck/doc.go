@@ -5,7 +5,7 @@
 // which classifies reads: the adaptive worker pool of package otelqueue,
 // the examples' summary line, and, generated from the table, the Prometheus
 // recording rules and queue-figures.sh of example/prometheus
-// (internal/rulesgen; a test fails when they are stale).
+// (a test of example/prometheus fails when they are stale).
 //
 // A Window holds the differences of two readings of a queue's cumulative
 // numbers (scheduler.Stats, a Runner's Stats, otelqueue.ClientStats) and

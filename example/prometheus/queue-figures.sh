@@ -1,5 +1,5 @@
 #!/bin/sh
-# GENERATED from example/prometheus/queue-figures.sh.tmpl and the table of package bottleneck by internal/rulesgen (go test ./internal/rulesgen -update): edit those, not this file.
+# GENERATED from example/prometheus/queue-figures.sh.tmpl and the table of package bottleneck by internal/rulesgen (cd example && go test ./prometheus -update): edit those, not this file.
 #
 # queue-figures.sh: the figures of example/prometheus/rules.yml, computed by
 # hand from two scrapes of a /metrics endpoint, for a user with no

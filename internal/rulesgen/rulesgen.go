@@ -1,12 +1,13 @@
 // Package rulesgen renders the artifacts of example/prometheus that copy the
 // classifier's table (package bottleneck): the Prometheus rules
 // (rules.yml, from rules.yml.tmpl) and the figures script for a user with
-// no Prometheus (queue-figures.sh, from queue-figures.sh.tmpl). Its test
-// fails when a checked-in artifact differs from its rendering, so that a
-// threshold changed in the table fails the build until they are
-// regenerated:
+// no Prometheus (queue-figures.sh, from queue-figures.sh.tmpl). The test
+// beside them (the example module's, which holds the files: the root
+// module does not) fails when a checked-in artifact differs from its
+// rendering, so that a threshold changed in the table fails the build until
+// they are regenerated:
 //
-//	go test ./internal/rulesgen -update
+//	cd example && go test ./prometheus -update
 package rulesgen
 
 import (
@@ -30,7 +31,7 @@ var Artifacts = []string{
 }
 
 // Header is the first line of every generated file: where it comes from.
-const Header = "GENERATED from %s.tmpl and the table of package bottleneck by internal/rulesgen (go test ./internal/rulesgen -update): edit those, not this file."
+const Header = "GENERATED from %s.tmpl and the table of package bottleneck by internal/rulesgen (cd example && go test ./prometheus -update): edit those, not this file."
 
 // promSeries is, for each signal of the table, the per-queue series of
 // rules.yml that holds it, and how the rule compares it: "%s" is the
@@ -63,8 +64,8 @@ var awkSignals = map[bottleneck.Signal]bool{
 	"error_retries": true, "workers_needed": true,
 }
 
-// num is a threshold as the rules write it: the shortest decimal.
-func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+// Num is a threshold as the rules write it: the shortest decimal.
+func Num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // promDuration is d as PromQL writes it, in its largest whole unit: "5m",
 // "1h", "90s".
@@ -92,7 +93,7 @@ func classChain(indent string) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("rulesgen: the table's signal %q has no series in rules.yml: add it to promSeries", r.Signal)
 		}
-		expr := fmt.Sprintf(series, r.Comparison()+" "+num(r.Threshold))
+		expr := fmt.Sprintf(series, r.Comparison()+" "+Num(r.Threshold))
 		fmt.Fprintf(&b, "label_replace(%s, \"bottleneck\", %q, \"\", \"\")\n%sor on (job, instance, name, controller)\n%s", expr, r.Class, indent, indent)
 	}
 	b.WriteString(`label_replace(queue:workqueue_utilization:ratio_rate5m, "bottleneck", "none", "", "")`)
@@ -103,7 +104,7 @@ func classChain(indent string) (string, error) {
 func classTable(prefix string) string {
 	var b strings.Builder
 	for _, r := range bottleneck.Rules() {
-		fmt.Fprintf(&b, "%s%-18s %s %s %s\n", prefix, r.Class, r.Signal, r.Comparison(), num(r.Threshold))
+		fmt.Fprintf(&b, "%s%-18s %s %s %s\n", prefix, r.Class, r.Signal, r.Comparison(), Num(r.Threshold))
 	}
 	fmt.Fprintf(&b, "%s%-18s otherwise, when the utilization is known", prefix, bottleneck.None)
 	return b.String()
@@ -142,7 +143,7 @@ func awkChain(indent string) (string, error) {
 			b.WriteString(" else ")
 		}
 		fmt.Fprintf(&b, "if (known[%q] && val[%q] %s %s) {\n%s\tcls = %q; sig = %q; thr = %q\n%s\tchange = %s\n%s}",
-			r.Signal, r.Signal, r.Comparison(), num(r.Threshold), indent, r.Class, r.Signal, r.Comparison()+" "+num(r.Threshold), indent, awkString(r.Change), indent)
+			r.Signal, r.Signal, r.Comparison(), Num(r.Threshold), indent, r.Class, r.Signal, r.Comparison()+" "+Num(r.Threshold), indent, awkString(r.Change), indent)
 	}
 	return b.String(), nil
 }
@@ -173,7 +174,7 @@ func thresholds() (map[bottleneck.Signal]float64, error) {
 // Render returns the artifact at path rendered from its template text.
 func Render(path, tmpl string) ([]byte, error) {
 	t, err := template.New(path).Delims("<%", "%>").Option("missingkey=error").Funcs(template.FuncMap{
-		"num": num, "pct": pct,
+		"num": Num, "pct": pct,
 		"classChain": classChain, "classTable": classTable, "moreWorkers": moreWorkers,
 		"awkChain": awkChain,
 		// The sizing's spans as Prometheus durations: "5m", "1h".

@@ -1,4 +1,7 @@
-package rulesgen
+// Package prometheus_test checks the recording and alerting rules and
+// queue-figures.sh of this directory against their templates and the
+// classifier's table (their renderer: the root module's internal/rulesgen).
+package prometheus_test
 
 import (
 	"bytes"
@@ -10,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelqueue/otelqueue/internal/rulesgen"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -23,13 +28,13 @@ func TestMain(m *testing.M) { testutil.Main(m) }
 // its template and the table: a threshold changed in package bottleneck
 // fails here until the artifacts are regenerated (-update).
 func TestGenerated(t *testing.T) {
-	for _, path := range Artifacts {
+	for _, path := range rulesgen.Artifacts {
 		file := filepath.Join("..", "..", path)
 		tmpl, err := os.ReadFile(file + ".tmpl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := Render(path, string(tmpl))
+		want, err := rulesgen.Render(path, string(tmpl))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +90,7 @@ var figuresCase = regexp.MustCompile(`(?m)^check ([a-z-]+) ["']bottleneck=([a-z-
 // follow, and a rule added to the table fails until it has cases.
 func TestBoundaryCases(t *testing.T) {
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join("..", "..", "example", "prometheus", name))
+		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,14 +160,14 @@ func TestPodSizeCase(t *testing.T) {
 	r := bottleneck.Recommend(history)
 	want := map[string]string{
 		"queue:workqueue_workers_to_run:max1h": fmt.Sprint(r.Queues[0].Run),
-		"process:cpu_request:cores":            num(r.CPU.Request),
-		"process:cpu_limit:cores":              num(r.CPU.Limit),
+		"process:cpu_request:cores":            rulesgen.Num(r.CPU.Request),
+		"process:cpu_limit:cores":              rulesgen.Num(r.CPU.Limit),
 		"process:memory_request:bytes":         fmt.Sprint(r.Memory.Request),
 		"process:memory_limit:bytes":           fmt.Sprint(r.Memory.Limit),
 		"process:gomemlimit:bytes":             fmt.Sprint(r.Memory.GOMEMLIMIT),
 	}
 	t.Logf("Recommend: %v", r)
-	text, err := os.ReadFile(filepath.Join("..", "..", "example", "prometheus", "rules_test.yml"))
+	text, err := os.ReadFile("rules_test.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
