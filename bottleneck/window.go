@@ -151,7 +151,21 @@ func (w Window) Figures() Figures {
 }
 
 // Classify returns what limits the queue over the window.
-func (w Window) Classify() Verdict { return Classify(w.Figures()) }
+//
+// A window in which keys came and no reconcile finished has no class (the
+// zero Verdict, "bottleneck=unknown"), unless the control plane failed or
+// stalled the requests, which is why nothing finished (apiserver-unavailable,
+// apiserver-slow): no figure tells which limit holds workers that finish
+// nothing (not started, or stuck in long reconciles). An idle window (no
+// key came) is classified as any other: none, unless the process or the
+// control plane is limited.
+func (w Window) Classify() Verdict {
+	v := Classify(w.Figures())
+	if w.Reconciles == 0 && w.Adds > 0 && v.Class != APIServerUnavailable && v.Class != APIServerSlow {
+		return Verdict{}
+	}
+	return v
+}
 
 // Size is what the window says of the controller's size.
 type Size struct {

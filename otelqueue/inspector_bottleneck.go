@@ -133,12 +133,9 @@ func inspectedBottleneck(w bottleneck.Window, since time.Time) *inspect.Bottlene
 	verdict = strings.TrimSuffix(strings.TrimPrefix(verdict, "("), ")")
 	class := string(v.Class)
 	switch {
-	case w.Reconciles == 0 && w.Adds > 0 && v.Class != bottleneck.APIServerUnavailable && v.Class != bottleneck.APIServerSlow:
-		// Keys came and none was done: the workers are stuck, absent or
-		// not started. No figure tells which limit it is, as the summary
-		// line gives no class to a window in which nothing finished
-		// (unless the control plane failed or stalled the requests).
-		class = ""
+	case v.Class == "":
+		// Keys came and none was done (bottleneck.Window.Classify): the
+		// workers are stuck, absent or not started.
 		verdict = fmt.Sprintf("no class: %d adds and no reconcile finished in the window; are the workers running (not started, or stuck in long reconciles: see in flight)?", w.Adds)
 	case workers <= 0 && v.Class == bottleneck.None:
 		verdict = "no limit found, but the worker count is unknown (Instrument WithWorkers): neither the utilization nor the workers class can be read"

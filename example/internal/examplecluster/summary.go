@@ -133,14 +133,13 @@ func (w Window) String() string {
 	b.WriteString(w.watchesText())
 	v := w.Classify()
 	law := w.LittlesLaw()
+	if v.Class == "" || w.Reconciles == 0 && v.Class == bottleneck.None {
+		// Keys came and none finished: no class (bottleneck.Window.Classify);
+		// or an idle interval, which the line leaves without one.
+		return b.String()
+	}
 	if w.Reconciles == 0 {
-		// Nothing finished: nothing to classify, but a control plane that
-		// fails or stalls the requests (which is why nothing finished),
-		// with the configured count kept.
-		if v.Class != bottleneck.APIServerUnavailable && v.Class != bottleneck.APIServerSlow {
-			return b.String()
-		}
-		law = w.Workers
+		law = w.Workers // the control plane failed or stalled the requests: keep the count
 	}
 	fmt.Fprintf(&b, " %s %s", split(w.Client), verdict(v))
 	switch rec := v.Recommend(w.Workers, law); {

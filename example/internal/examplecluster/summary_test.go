@@ -60,8 +60,13 @@ func TestWindow(t *testing.T) {
 	if s := w.String(); strings.Contains(s, "bottleneck=errors") {
 		t.Errorf("60 RequeueAfter of 100 adds: %q, want no errors class", s)
 	}
+	// Keys came and none finished: no class (bottleneck.Window.Classify).
+	if s := win(bottleneck.Window{Workers: 2, Adds: 10, Duration: time.Second}).String(); strings.Contains(s, "bottleneck=") {
+		t.Errorf("keys came and nothing finished: %q, want no class", s)
+	}
+	// Idle: the line says no class.
 	if s := win(bottleneck.Window{Workers: 2}).String(); s != "utilization=0.00 coalesced/s=0.0" {
-		t.Errorf("nothing finished: %q", s)
+		t.Errorf("idle: %q", s)
 	}
 }
 
