@@ -11,8 +11,10 @@ import (
 	"weak"
 
 	"github.com/otelqueue/otelqueue/inspect"
+	"k8s.io/utils/clock"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
@@ -57,26 +59,9 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		return nil, err
 	}
 	b := bindingOf(s)
-	var p *pool
-	if c.adaptive != nil {
-		workers := 0
-		if c.workersSet {
-			workers = c.workers
-		}
-		lo, hi, start, err := poolBounds(*c.adaptive, workers)
-		if err != nil {
-			return nil, err
-		}
-		if b.pool.Load() != nil {
-			return nil, errPoolTaken(s.Name())
-		}
-		logger := c.adaptive.Logger
-		p = newPool(s, b, *c.adaptive, lo, hi, start, func() *slog.Logger {
-			if logger != nil {
-				return logger
-			}
-			return slog.Default()
-		})
+	p, err := adaptivePool(s, b, &c)
+	if err != nil {
+		return nil, err
 	}
 	in := newInstruments(&c)
 	attrs := queueAttrs(s.Name(), c.controller)
@@ -94,18 +79,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	stopStandby := func() {}
 	if sb != nil {
 		b.standby.Store(sb)
-		stop, exited, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		runtime.AddCleanup(s, func(gone chan struct{}) { close(gone) }, gone)
-		shutDown := hooks.ShutDownCh
-		go func() {
-			defer close(exited)
-			sb.watch(stop, shutDown, gone)
-		}()
-		stopStandby = func() {
-			close(stop)
-			<-exited
-			b.standby.CompareAndSwap(sb, nil)
-		}
+		stopStandby = runBeside(s, hooks, sb.watch, func() { b.standby.CompareAndSwap(sb, nil) })
 	}
 	stopPool := func() {}
 	if p != nil {
@@ -115,28 +89,93 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 			compareAndSwapObserver(s, obs, nil)
 			return nil, err
 		}
-		stop, exited, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		runtime.AddCleanup(s, func(gone chan struct{}) { close(gone) }, gone)
-		shutDown := hooks.ShutDownCh
-		go func() {
-			defer close(exited)
-			p.run(stop, shutDown, gone)
-		}()
-		stopPool = func() {
-			close(stop)
-			<-exited
-			p.detach()
-		}
+		stopPool = runBeside(s, hooks, p.run, p.detach)
 	}
+	// The callback and the Sizer hold the scheduler weakly: a
+	// MeterProvider keeps its callbacks for its life, and a queue dropped
+	// without Stop must go all the same (its series then end).
+	ws := weak.Make(s)
+	reg, err := in.meter.RegisterCallback(observeQueue(ws, &c, in, obs, b, sb, hooks.Clock, attrs), in.observables()...)
+	if err != nil {
+		otel.Handle(err)
+	}
+	inst := &Instrumentation{
+		client:  obs.client,
+		standby: sb,
+		b:       b,
+		reg:     reg,
+	}
+	var clientTime *clientInstruments
+	if c.clientTime {
+		clientTime = obs.client
+	}
+	unregister := registerInspectable(s, sb, b, clientTime, c.workers)
+	unsize := func() {}
+	if c.sizer != nil {
+		unsize = c.sizer.add(sizedQueue(s.Name(), ws, b, sb, clientTime, c.workers))
+	}
+	inst.stop = func() {
+		unsize()
+		unregister()
+		stopPool()
+		stopStandby()
+		b.client.CompareAndSwap(obs.client, nil)
+		drainAttempts(s, scheduler.Observer[K](obs))
+	}
+	return inst, nil
+}
+
+// adaptivePool returns the adaptive worker pool c asks for (nil when none):
+// its bounds checked against the workers given, and b free of another pool.
+func adaptivePool[K comparable](s *scheduler.Scheduler[K], b *binding, c *config) (*pool, error) {
+	if c.adaptive == nil {
+		return nil, nil
+	}
+	workers := 0
+	if c.workersSet {
+		workers = c.workers
+	}
+	lo, hi, start, err := poolBounds(*c.adaptive, workers)
+	if err != nil {
+		return nil, err
+	}
+	if b.pool.Load() != nil {
+		return nil, errPoolTaken(s.Name())
+	}
+	logger := c.adaptive.Logger
+	return newPool(s, b, *c.adaptive, lo, hi, start, func() *slog.Logger {
+		if logger != nil {
+			return logger
+		}
+		return slog.Default()
+	}), nil
+}
+
+// runBeside runs work in a goroutine beside s until the returned function
+// is called (which then waits for it and calls after), s shuts down, or s
+// is garbage collected (a queue dropped without Stop).
+func runBeside[K comparable](s *scheduler.Scheduler[K], hooks *schedhooks.Hooks, work func(stop, shutDown, gone <-chan struct{}), after func()) (stop func()) {
+	stopCh, exited, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	runtime.AddCleanup(s, func(gone chan struct{}) { close(gone) }, gone)
+	go func() {
+		defer close(exited)
+		work(stopCh, hooks.ShutDownCh, gone)
+	}()
+	return func() {
+		close(stopCh)
+		<-exited
+		after()
+	}
+}
+
+// observeQueue returns the metric callback of a queue: its counters and
+// gauges read from s.Stats, its binding and its standby at collection time.
+func observeQueue[K comparable](ws weak.Pointer[scheduler.Scheduler[K]], c *config, in *instruments, obs *observer[K], b *binding, sb *standby, clk clock.PassiveClock, attrs attribute.Set) metric.Callback {
 	observe := metric.WithAttributeSet(attrs)
 	depth := newDepthByPriority(attrs)
 	runnerAttrs := newRunnerAttrs(attrs)
-
-	// The callback holds the scheduler weakly: a MeterProvider keeps its
-	// callbacks for its life, and a queue dropped without Stop must go all
-	// the same (its series then end).
-	ws, clk := weak.Make(s), hooks.Clock
-	reg, err := in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	configured := int64(c.workers)
+	return func(_ context.Context, o metric.Observer) error {
 		s := ws.Value()
 		if s == nil {
 			return nil
@@ -157,7 +196,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		o.ObserveFloat64(in.oldestPending, oldest.Seconds(), observe)
 		workers := b.observe(o, in, runnerAttrs)
 		if workers == 0 {
-			workers = int64(c.workers)
+			workers = configured
 		}
 		if workers > 0 {
 			o.ObserveInt64(in.workers, workers, observe)
@@ -171,54 +210,32 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 			o.ObserveInt64(in.standby, standbyValue, observe)
 		}
 		return nil
-	}, in.observables()...)
-	if err != nil {
-		otel.Handle(err)
 	}
-	inst := &Instrumentation{
-		client:  obs.client,
-		standby: sb,
-		b:       b,
-		reg:     reg,
-	}
-	var clientTime *clientInstruments
-	if c.clientTime {
-		clientTime = obs.client
-	}
-	unregister := registerInspectable(s, sb, b, clientTime, c.workers)
-	unsize := func() {}
-	if c.sizer != nil {
-		// Weakly too: the Sizer lets a queue dropped without Stop go.
-		workers := c.workers
-		unsize = c.sizer.add(&sized{name: s.Name(), client: clientTime, standby: sb, b: b,
-			stats: func() (scheduler.Stats, bool) {
-				if s := ws.Value(); s != nil {
-					return s.Stats(), true
-				}
-				return scheduler.Stats{}, false
-			},
-			count: func() int {
-				if n := int(b.workerCount()); n > 0 {
-					return n
-				}
-				if workers > 0 {
-					return workers
-				}
-				if s := ws.Value(); s != nil {
-					return s.MaxInFlight()
-				}
-				return 0
-			}})
-	}
-	inst.stop = func() {
-		unsize()
-		unregister()
-		stopPool()
-		stopStandby()
-		b.client.CompareAndSwap(obs.client, nil)
-		drainAttempts(s, scheduler.Observer[K](obs))
-	}
-	return inst, nil
+}
+
+// sizedQueue is a queue as a Sizer reads it: its stats and its worker
+// count (the pool's or Runners', else WithWorkers', else the scheduler's
+// MaxInFlight).
+func sizedQueue[K comparable](name string, ws weak.Pointer[scheduler.Scheduler[K]], b *binding, sb *standby, client *clientInstruments, workers int) *sized {
+	return &sized{name: name, client: client, standby: sb, b: b,
+		stats: func() (scheduler.Stats, bool) {
+			if s := ws.Value(); s != nil {
+				return s.Stats(), true
+			}
+			return scheduler.Stats{}, false
+		},
+		count: func() int {
+			if n := int(b.workerCount()); n > 0 {
+				return n
+			}
+			if workers > 0 {
+				return workers
+			}
+			if s := ws.Value(); s != nil {
+				return s.MaxInFlight()
+			}
+			return 0
+		}}
 }
 
 // install makes obs the Observer of s, atomically: it fails when s is

@@ -73,53 +73,28 @@ func newInstruments(c *config) *instruments {
 		}
 	}
 	var err error
-
-	in.queueDuration, err = m.Float64Histogram(semconv.MetricQueueDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription(helpQueueDuration),
-		metric.WithExplicitBucketBoundaries(c.buckets...))
-	if err != nil {
-		handle(err)
-		in.queueDuration, _ = nm.Float64Histogram(semconv.MetricQueueDuration)
-	}
-	if c.waitByPriority {
-		in.queueDurationByPriority, err = m.Float64Histogram(semconv.MetricQueueDurationByPriority,
-			metric.WithUnit("s"),
-			metric.WithDescription(helpQueueDurationByPriority),
+	// The duration histograms, in seconds with the queue's buckets; the
+	// optional ones only when asked for (nil otherwise).
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
 			metric.WithExplicitBucketBoundaries(c.buckets...))
 		if err != nil {
 			handle(err)
-			in.queueDurationByPriority, _ = nm.Float64Histogram(semconv.MetricQueueDurationByPriority)
+			h, _ = nm.Float64Histogram(name)
 		}
+		return h
+	}
+	in.queueDuration = histogram(semconv.MetricQueueDuration, helpQueueDuration)
+	if c.waitByPriority {
+		in.queueDurationByPriority = histogram(semconv.MetricQueueDurationByPriority, helpQueueDurationByPriority)
 	}
 	if c.lateness {
-		in.lateness, err = m.Float64Histogram(semconv.MetricLateness,
-			metric.WithUnit("s"),
-			metric.WithDescription(helpLateness),
-			metric.WithExplicitBucketBoundaries(c.buckets...))
-		if err != nil {
-			handle(err)
-			in.lateness, _ = nm.Float64Histogram(semconv.MetricLateness)
-		}
+		in.lateness = histogram(semconv.MetricLateness, helpLateness)
 	}
 	if c.changes {
-		in.changeDuration, err = m.Float64Histogram(semconv.MetricChangeDuration,
-			metric.WithUnit("s"),
-			metric.WithDescription(helpChangeDuration),
-			metric.WithExplicitBucketBoundaries(c.buckets...))
-		if err != nil {
-			handle(err)
-			in.changeDuration, _ = nm.Float64Histogram(semconv.MetricChangeDuration)
-		}
+		in.changeDuration = histogram(semconv.MetricChangeDuration, helpChangeDuration)
 	}
-	in.workDuration, err = m.Float64Histogram(semconv.MetricWorkDuration,
-		metric.WithUnit("s"),
-		metric.WithDescription(helpWorkDuration),
-		metric.WithExplicitBucketBoundaries(c.buckets...))
-	if err != nil {
-		handle(err)
-		in.workDuration, _ = nm.Float64Histogram(semconv.MetricWorkDuration)
-	}
+	in.workDuration = histogram(semconv.MetricWorkDuration, helpWorkDuration)
 
 	upDown := func(name, unit, desc string) metric.Int64ObservableUpDownCounter {
 		i, err := m.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -172,15 +147,6 @@ func newInstruments(c *config) *instruments {
 	in.results = counter(semconv.MetricReconcileResults, "{reconcile}", "Total number of reconciles, by result.")
 	in.workersChanges = counter(semconv.MetricWorkersChanges, "{change}", "Total number of changes of an adaptive worker pool's limit, by reason.")
 
-	histogram := func(name, desc string) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-			metric.WithExplicitBucketBoundaries(c.buckets...))
-		if err != nil {
-			handle(err)
-			h, _ = nm.Float64Histogram(name)
-		}
-		return h
-	}
 	in.clientLimiter = histogram(semconv.MetricClientRateLimiter, "How long in seconds the Kubernetes API requests of one reconcile waited for the client-side rate limiter.")
 	in.clientRequest = histogram(semconv.MetricClientRequest, "How long in seconds one reconcile spent in Kubernetes API round trips.")
 	in.clientRetryAfter = histogram(semconv.MetricClientRetryAfter, "How long in seconds one reconcile waited out the API server's Retry-After before retrying a throttled request.")
