@@ -94,6 +94,24 @@ const (
 	// time at the concurrency it was measured at make their work time the
 	// no-load one.
 	staleWindows = 3
+	// changeIntervals: a change waits this many intervals after the last
+	// (one for a grow for plain demand), so that the window it is decided
+	// on is wholly after the last change.
+	changeIntervals = 2
+	// ascentIntervals: after a grow for the demand, the ascent goes on
+	// while the demand with its margin is a step above the count, for this
+	// many intervals after it.
+	ascentIntervals = 4
+	// limitedWindows: a shrink to the downstream's count waits for this
+	// many limited windows in a row (one may be a burst's tail).
+	limitedWindows = 2
+	// holdGrowth: each probe that finds the limit again multiplies the
+	// ceiling's hold by it, up to maxHold.
+	holdGrowth = 2
+	// fasterShare: after a shrink for a latency gradient, work at least
+	// this share of the base work time before it is no faster (a
+	// downstream slower for everyone).
+	fasterShare = 0.95
 )
 
 // window is what happened in one decision interval: the difference of two
@@ -175,6 +193,7 @@ type decision struct {
 	to     int
 	reason poolReason
 	detail string
+	kind   stepKind // which step decided it (transitions)
 }
 
 // controller is an adaptive pool's rule and its state between decisions.
@@ -207,7 +226,6 @@ type controller struct {
 
 	lastChange time.Time
 	limitedRun int // consecutive windows over the downstream's count
-	lastNeeded int
 	// recentNeeded is the demand's count of the windows of the shrink
 	// window, oldest first.
 	recentNeeded []neededAt
@@ -490,22 +508,57 @@ func (c *controller) ceilingFor(usable float64) int {
 }
 
 // decide returns the change w calls for at now, if any, and the window's
-// figures.
+// figures: the window measured and assessed, then, on a window allowed to
+// change, the rule's steps in order until one decides.
 func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) {
 	f := measure(w)
 	c.learn(&f)
 	c.estimate(&f, w)
-	c.lastNeeded = f.needed
-	L := c.limit
+	a := c.assess(&f, now)
+	if c.tooSoon(&a, now) {
+		return decision{}, f, false
+	}
+	for _, s := range ruleSteps {
+		switch d, v := s(c, &f, &a, now); v {
+		case changed:
+			return d, f, true
+		case unchanged:
+			return decision{}, f, false
+		}
+	}
+	return decision{}, f, false
+}
 
+// assessment is what the rule reads of a window besides its figures.
+type assessment struct {
+	// usable is the reconciles the downstream serves at once, reason what
+	// limits them when the CPU does (else "", for limitClass).
+	usable float64
+	reason poolReason
+	// limited: more run at once than the downstream serves, keys waiting.
+	limited bool
+	// low: the demand of the shrink window is low enough to shrink to
+	// shrinkTo (peak is that demand).
+	low            bool
+	shrinkTo, peak int
+	// byDemand: the demand needs more than the limit; wantMore: it does,
+	// or keys wait over the objective with the workers busy; plain: no
+	// downstream limit seen or set.
+	byDemand, wantMore, plain bool
+}
+
+// assess reads the window for the steps, and counts the windows in a row
+// that were limited, and those at the ceiling without its signs.
+func (c *controller) assess(f *figures, now time.Time) assessment {
+	L := c.limit
 	// More run at once than the downstream serves: by the CPU when the
 	// table's class is cpu (the CPU's count), else by the throughput at the
 	// no-load work time (Vegas's estimate).
-	usable, reason := f.usable, poolReason("")
+	a := assessment{usable: f.usable}
 	if f.cpuBound() && f.cpuUsable > 0 {
-		usable, reason = min(f.cpuUsable, f.concurrency), reasonCPU
+		a.usable, a.reason = min(f.cpuUsable, f.concurrency), reasonCPU
 		if f.gradient {
-			usable = min(usable, f.usable)
+			a.usable = min(a.usable, f.usable)
 		}
 	}
 	// Only while keys wait: a downstream that serves what arrives holds
@@ -513,171 +566,253 @@ func (c *controller) decide(w *window, now time.Time) (decision, figures, bool) 
 	// the arrivals, its waits those of the burst's last attempts) says
 	// nothing of what it serves. A probe is judged on every window since
 	// it, not on the last only (probeFound).
-	excess := f.concurrency - usable
-	limited := f.sample && excess > max(1, excessShare*usable) && f.backlog
-	if limited {
+	excess := f.concurrency - a.usable
+	a.limited = f.sample && excess > max(1, excessShare*a.usable) && f.backlog
+	if a.limited {
 		c.limitedRun++
 		if c.last == probing && !c.probeFound.limited {
-			class := reason
+			class := a.reason
 			if class == "" {
-				class = c.limitClass(&f)
+				class = c.limitClass(f)
 			}
-			c.probeFound = probeFinding{limited: true, usable: usable, reason: class, class: f.class}
+			c.probeFound = probeFinding{limited: true, usable: a.usable, reason: class, class: f.class}
 		}
 	} else {
 		c.limitedRun = 0
 	}
 	// Low demand: the highest demand of the shrink window (once the
-	// windows decided on cover it), with the grow band's margin, at most shrinkShare of the limit and under it by a
-	// step of 2, or Min, with the workers under waitUtilization (busy
-	// workers say the estimate is short: an initial list of no-op
-	// reconciles, the typical ones, beside real ones), and no
-	// key waiting over the objective. Few or no reconciles is low demand
-	// too: the sample matters for the downstream's estimate, not for an
-	// idle queue. An ascent goes on for two windows after its last step.
-	recent := now.Sub(c.lastChange) <= 4*c.interval
-	peak, full := c.peakNeeded(now, f.needed)
-	shrinkTo := max(c.lo, withMargin(peak))
-	low := full && shrinkTo < L && (shrinkTo <= int(shrinkShare*float64(L)) && shrinkTo <= L-minStep || shrinkTo == c.lo) &&
+	// windows decided on cover it), with the grow band's margin, at most
+	// shrinkShare of the limit and under it by a step of 2, or Min, with
+	// the workers under waitUtilization (busy workers say the estimate is
+	// short: an initial list of no-op reconciles, the typical ones, beside
+	// real ones), and no key waiting over the objective. Few or no
+	// reconciles is low demand too: the sample matters for the
+	// downstream's estimate, not for an idle queue.
+	var full bool
+	a.peak, full = c.peakNeeded(now, f.needed)
+	a.shrinkTo = max(c.lo, withMargin(a.peak))
+	a.low = full && a.shrinkTo < L && (a.shrinkTo <= int(shrinkShare*float64(L)) && a.shrinkTo <= L-minStep || a.shrinkTo == c.lo) &&
 		f.wait <= c.objective && f.utilization < waitUtilization
+	c.watchCeiling(f)
+	// Grow, when the demand needs more or keys wait with the workers busy.
+	// An ascent goes on for ascentIntervals after its last step.
+	a.byDemand = f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
+	if c.last == growing && now.Sub(c.lastChange) <= ascentIntervals*c.interval {
+		a.byDemand = withMargin(f.needed) >= L+minStep
+	}
+	a.wantMore = a.byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
+	slower := f.sample && c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
+	a.plain = c.ceiling == 0 && !slower && !a.limited && f.class.MoreWorkers() && c.last != verifying && c.last != probing
+	return a
+}
+
+// watchCeiling counts the windows in a row at the ceiling without the
+// signs of its limit (goneRun), and notes when the signs are seen there.
+func (c *controller) watchCeiling(f *figures) {
 	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
 	switch {
-	case c.ceiling == 0 || L < c.ceiling || !f.sample:
+	case c.ceiling == 0 || c.limit < c.ceiling || !f.sample:
 		c.goneRun = 0
 	case gone:
 		c.goneRun++
 	default:
 		c.ceilingSeen, c.goneRun = true, 0
 	}
+}
 
-	// Grow, when the demand needs more or keys wait with the workers busy,
-	// unless a class of the table forbids more workers.
-	byDemand := f.needed > L+max(1, int(math.Ceil(growBand*float64(L))))
-	if c.last == growing && recent {
-		byDemand = withMargin(f.needed) >= L+minStep
-	}
-	wantMore := byDemand || (f.wait > c.objective && f.utilization >= waitUtilization)
-	// Plain demand: no downstream limit seen or set. The pool then goes
-	// to the demand's count at once, and a grow for it may follow the
-	// last by one interval, not two.
-	slower := f.sample && c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
-	plain := c.ceiling == 0 && !slower && !limited && f.class.MoreWorkers() && c.last != verifying && c.last != probing
+// tooSoon says whether the window comes too soon after the last change to
+// change again: changeIntervals, but one interval for a grow for plain
+// demand (the pool then goes to the demand's count at once, and may follow
+// its last grow by one interval) unless the last change was a shrink.
+func (c *controller) tooSoon(a *assessment, now time.Time) bool {
 	sinceLast := now.Sub(c.lastChange)
-	if !c.lastChange.IsZero() && sinceLast < 2*c.interval &&
-		!(plain && byDemand && !limited && L < c.hi && sinceLast >= c.interval && c.last != shrinking) {
-		return decision{}, f, false
-	}
+	return !c.lastChange.IsZero() && sinceLast < changeIntervals*c.interval &&
+		!(a.plain && a.byDemand && !a.limited && c.limit < c.hi && sinceLast >= c.interval && c.last != shrinking)
+}
 
-	// A probe is judged on the first window allowed to change.
-	if c.last == probing {
-		c.last = settled
-		found := c.probeFound
-		c.probeFound = probeFinding{}
-		if found.limited {
-			// The limit showed in a window since the probe (this one,
-			// or one before it): the ceiling is the first such window's.
-			usable, reason, f.class = found.usable, found.reason, found.class
-			c.ceiling = c.ceilingFor(usable)
-			// The CPU's signs (its utilization) show at any count, the
-			// ceiling's too: they need no sighting there to be missed.
-			c.ceilingSeen = reason == reasonCPU
-			c.hold = min(2*c.hold, maxHold)
-			c.ceilingUntil = now.Add(c.hold)
-			class := reason
-			if class == "" {
-				class = c.limitClass(&f)
-			}
-			return c.change(max(c.ceiling, c.lo), class, now,
-				fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold)), f, true
-		}
+// verdict is what a step of the rule made of a window.
+type verdict uint8
+
+const (
+	next      verdict = iota // no decision: the next step decides
+	changed                  // a change (the step's decision)
+	unchanged                // nothing changes this interval
+)
+
+// ruleStep is one step of the rule, for the states the rule may be in.
+type ruleStep func(c *controller, f *figures, a *assessment, now time.Time) (decision, verdict)
+
+// ruleSteps are the rule's steps in the order decide tries them.
+var ruleSteps = []ruleStep{
+	(*controller).judgeProbe,
+	(*controller).judgeGradientShrink,
+	(*controller).toDownstream,
+	(*controller).grow,
+	(*controller).shrinkLow,
+}
+
+// stepKind is the kind of change a step decides.
+type stepKind uint8
+
+const (
+	stepProbeFound     stepKind = iota + 1 // a probe found the limit again: back to the ceiling
+	stepSlowerForAll                       // after a gradient shrink, the work no faster: the ceiling lifted
+	stepDownstream                         // to the ceiling of a measured limit (limiter, Retry-After) or the CPU's
+	stepGradientShrink                     // by half towards the ceiling of a latency gradient
+	stepProbe                              // a probe above the ceiling
+	stepGrow                               // for the demand, or a wait with the workers busy
+	stepShrink                             // for low utilization
+)
+
+// transitions is the rule's state machine
+// (docs/tuning.md#the-rule-as-a-state-machine): for each kind of change,
+// the states it is decided from and the state it leaves the rule in. The
+// rule sets its state from it, and the tests hold every change to it.
+var transitions = map[stepKind]struct {
+	from []move
+	to   move
+}{
+	stepProbeFound:     {from: []move{probing}, to: settled},
+	stepSlowerForAll:   {from: []move{verifying}, to: settled},
+	stepDownstream:     {from: allMoves, to: settled},
+	stepGradientShrink: {from: allMoves, to: verifying},
+	stepProbe:          {from: allMoves, to: probing},
+	stepGrow:           {from: allMoves, to: growing},
+	stepShrink:         {from: allMoves, to: shrinking},
+}
+
+// allMoves are the rule's states: a probe or a gradient shrink judged
+// without a change settles the rule, and the same window goes on.
+var allMoves = []move{settled, growing, shrinking, probing, verifying}
+
+// judgeProbe judges a probe, on the first window allowed to change: the
+// limit found again (in this window or one since the probe) sets the
+// ceiling where the first such window says, with its hold doubled; none
+// lifts the ceiling.
+func (c *controller) judgeProbe(f *figures, _ *assessment, now time.Time) (decision, verdict) {
+	if c.last != probing {
+		return decision{}, next
+	}
+	c.last = settled
+	found := c.probeFound
+	c.probeFound = probeFinding{}
+	if !found.limited {
 		c.ceiling, c.hold = 0, initialHold
+		return decision{}, next
 	}
+	f.class = found.class
+	c.ceiling = c.ceilingFor(found.usable)
+	// The CPU's signs (its utilization) show at any count, the ceiling's
+	// too: they need no sighting there to be missed.
+	c.ceilingSeen = found.reason == reasonCPU
+	c.hold = min(holdGrowth*c.hold, maxHold)
+	c.ceilingUntil = now.Add(c.hold)
+	class := found.reason
+	if class == "" {
+		class = c.limitClass(f)
+	}
+	return c.change(max(c.ceiling, c.lo), class, stepProbeFound, now,
+		fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(f, found.usable), c.ceiling, c.hold)), changed
+}
 
-	// After a shrink for a latency gradient: did the work get faster?
-	if c.last == verifying {
-		c.last = settled
-		if f.sample && f.base >= c.baseBefore*95/100 && float64(f.base) > (1+excessShare)*float64(c.noLoad) && !f.cpuBound() {
-			old := c.noLoad
-			c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.concurrency, 0, initialHold
-			return c.change(L, reasonSlowerForAll, now,
-				fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), L, round(c.baseBefore), round(old), round(f.base))), f, true
-		}
+// judgeGradientShrink judges a shrink for a latency gradient, on the first
+// window allowed to change: work no faster than before it means the
+// downstream got slower for everyone; the ceiling is lifted.
+func (c *controller) judgeGradientShrink(f *figures, _ *assessment, now time.Time) (decision, verdict) {
+	if c.last != verifying {
+		return decision{}, next
 	}
+	c.last = settled
+	if !f.sample || float64(f.base) < fasterShare*float64(c.baseBefore) || float64(f.base) <= (1+excessShare)*float64(c.noLoad) || f.cpuBound() {
+		return decision{}, next
+	}
+	old := c.noLoad
+	c.noLoad, c.noLoadBusy, c.ceiling, c.hold = f.base, f.concurrency, 0, initialHold
+	return c.change(c.limit, reasonSlowerForAll, stepSlowerForAll, now,
+		fmt.Sprintf("work time %v with %d workers, %v before the shrink: the downstream is slower for everyone; no-load work time %v → %v, ceiling lifted", round(f.base), c.limit, round(c.baseBefore), round(old), round(f.base))), changed
+}
 
-	// More at once than the downstream can serve: shrink to what it can.
-	if limited && c.limitedRun >= 2 {
-		c.ceiling = c.ceilingFor(usable)
-		c.ceilingSeen = reason == reasonCPU
-		c.ceilingUntil = now.Add(c.hold)
-		class := reason
-		if class == "" {
-			class = c.limitClass(&f)
-		}
-		// Straight to the ceiling when the waits on the limit were
-		// measured (the client's limiter, Retry-After); by halves when the
-		// limit is inferred from the work time (a gradient, the CPU).
-		to := max(c.ceiling, c.lo)
-		if class != reasonClientRateLimit && class != reasonServerThrottling {
-			to = max(to, (L+1)/2)
-		}
-		if to < L {
-			d := c.change(to, class, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(&f, usable), c.ceiling, c.hold))
-			if class == reasonLatencyGradient {
-				c.last, c.baseBefore = verifying, f.base
-			}
-			return d, f, true
-		}
+// toDownstream shrinks, after limitedWindows limited windows in a row, to
+// what the downstream serves: straight to the ceiling when the waits on
+// the limit were measured (the client's limiter, Retry-After), by halves
+// when the limit is inferred from the work time (a gradient, the CPU).
+func (c *controller) toDownstream(f *figures, a *assessment, now time.Time) (decision, verdict) {
+	if !a.limited || c.limitedRun < limitedWindows {
+		return decision{}, next
 	}
+	c.ceiling = c.ceilingFor(a.usable)
+	c.ceilingSeen = a.reason == reasonCPU
+	c.ceilingUntil = now.Add(c.hold)
+	class := a.reason
+	if class == "" {
+		class = c.limitClass(f)
+	}
+	L := c.limit
+	to := max(c.ceiling, c.lo)
+	if class != reasonClientRateLimit && class != reasonServerThrottling {
+		to = max(to, (L+1)/2)
+	}
+	if to >= L {
+		return decision{}, next
+	}
+	kind := stepDownstream
+	if class == reasonLatencyGradient {
+		kind, c.baseBefore = stepGradientShrink, f.base
+	}
+	return c.change(to, class, kind, now, fmt.Sprintf("%s; ceiling %d held %v", c.excessDetail(f, a.usable), c.ceiling, c.hold)), changed
+}
 
-	if wantMore && !limited && L < c.hi {
-		if c.ceiling > 0 && L >= c.ceiling {
-			// At the ceiling: probe once its hold is over, or once the
-			// signs of the limit, seen at the ceiling, are gone; then
-			// straight to the demand's count, which the signs' absence
-			// says the downstream may serve.
-			gone = c.ceilingSeen && c.goneRun >= goneWindows
-			if !now.After(c.ceilingUntil) && !gone {
-				return decision{}, f, false
-			}
-			target := max(L+1, int(math.Ceil(probeStep*float64(L))))
-			if gone {
-				target = max(target, withMargin(f.needed))
-			}
-			d := c.change(min(target, c.hi), reasonProbe, now,
-				fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(&f)))
-			c.last = probing
-			return d, f, true
-		}
-		if f.class.MoreWorkers() {
-			// Straight to the demand's count when it is plain, or within
-			// the ceiling a downstream limit set; by doubling otherwise (a
-			// downstream that slows down is still in sight).
-			target := max(L+1, min(2*L, withMargin(f.needed)))
-			switch {
-			case plain:
-				target = max(L+1, withMargin(f.needed))
-			case c.ceiling > 0:
-				target = max(L+1, min(withMargin(f.needed), c.ceiling))
-			}
-			reason := reasonDemand
-			if !byDemand {
-				reason = reasonWait
-			}
-			d := c.change(min(target, c.hi), reason, now, c.demandDetail(&f))
-			c.last = growing
-			return d, f, true
-		}
+// grow grows the pool when the demand needs more or keys wait with the
+// workers busy, unless a class of the table forbids more workers. At the
+// ceiling, it probes once the ceiling's hold is over or the signs of its
+// limit, seen there, are gone (then straight to the demand's count, which
+// their absence says the downstream may serve), and changes nothing before.
+func (c *controller) grow(f *figures, a *assessment, now time.Time) (decision, verdict) {
+	L := c.limit
+	if !a.wantMore || a.limited || L >= c.hi {
+		return decision{}, next
 	}
+	if c.ceiling > 0 && L >= c.ceiling {
+		gone := c.ceilingSeen && c.goneRun >= goneWindows
+		if !now.After(c.ceilingUntil) && !gone {
+			return decision{}, unchanged
+		}
+		target := max(L+1, int(math.Ceil(probeStep*float64(L))))
+		if gone {
+			target = max(target, withMargin(f.needed))
+		}
+		return c.change(min(target, c.hi), reasonProbe, stepProbe, now,
+			fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(f))), changed
+	}
+	if !f.class.MoreWorkers() {
+		return decision{}, next
+	}
+	// Straight to the demand's count when it is plain, or within the
+	// ceiling a downstream limit set; by doubling otherwise (a downstream
+	// that slows down is still in sight).
+	target := max(L+1, min(2*L, withMargin(f.needed)))
+	switch {
+	case a.plain:
+		target = max(L+1, withMargin(f.needed))
+	case c.ceiling > 0:
+		target = max(L+1, min(withMargin(f.needed), c.ceiling))
+	}
+	reason := reasonDemand
+	if !a.byDemand {
+		reason = reasonWait
+	}
+	return c.change(min(target, c.hi), reason, stepGrow, now, c.demandDetail(f)), changed
+}
 
-	// Shrink, in one step, to the shrink window's highest demand with the
-	// grow band's margin, so that the next window's noise neither grows
-	// nor shrinks it again.
-	if low {
-		d := c.change(shrinkTo, reasonLowUtilization, now, fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(&f), shrinkWindowIntervals*c.interval, peak))
-		c.last = shrinking
-		return d, f, true
+// shrinkLow shrinks, in one step, to the shrink window's highest demand
+// with the grow band's margin, so that the next window's noise neither
+// grows nor shrinks it again.
+func (c *controller) shrinkLow(f *figures, a *assessment, now time.Time) (decision, verdict) {
+	if !a.low {
+		return decision{}, next
 	}
-	return decision{}, f, false
+	return c.change(a.shrinkTo, reasonLowUtilization, stepShrink, now,
+		fmt.Sprintf("%s; highest in the last %v %d", c.demandDetail(f), shrinkWindowIntervals*c.interval, a.peak)), changed
 }
 
 // withMargin returns the count for a demand of needed: with the grow
@@ -701,12 +836,14 @@ func probeWhy(gone bool) string {
 
 // change records a change to to at now; the rule is settled after it
 // unless the caller names another state.
-func (c *controller) change(to int, reason poolReason, now time.Time, detail string) decision {
+// change makes the limit to, for reason, as a change of kind, and leaves
+// the rule in the state transitions gives that kind.
+func (c *controller) change(to int, reason poolReason, kind stepKind, now time.Time, detail string) decision {
 	c.limit = to
 	c.lastChange = now
 	c.limitedRun = 0
-	c.last, c.goneRun = settled, 0
-	return decision{to: to, reason: reason, detail: detail}
+	c.last, c.goneRun = transitions[kind].to, 0
+	return decision{to: to, reason: reason, detail: detail, kind: kind}
 }
 
 func (c *controller) excessDetail(f *figures, usable float64) string {

@@ -676,10 +676,20 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[poolReason]int {
 			}
 			continue
 		}
-		// The state after a change is the one its reason leads to
-		// (docs/tuning.md#the-rule-as-a-state-machine).
-		if want := stateAfter(before, d); c.last != want {
-			t.Fatalf("window %d: after a change for %s the state is %v, want %v", i, d.reason, c.last, want)
+		// The change is one of the state machine's transitions
+		// (transitions, docs/tuning.md#the-rule-as-a-state-machine): from
+		// a state it may be decided from, to its state, for a reason of
+		// its kind.
+		tr, ok := transitions[d.kind]
+		switch {
+		case !ok:
+			t.Fatalf("window %d: a change for %s of no kind in transitions (%d)", i, d.reason, d.kind)
+		case !slices.Contains(tr.from, before):
+			t.Fatalf("window %d: a change of kind %d for %s from %v, which transitions allows only from %v", i, d.kind, d.reason, before, tr.from)
+		case c.last != tr.to:
+			t.Fatalf("window %d: after a change of kind %d for %s the state is %v, want %v", i, d.kind, d.reason, c.last, tr.to)
+		case !slices.Contains(kindReasons[d.kind], d.reason):
+			t.Fatalf("window %d: a change of kind %d for %s, want one of %v", i, d.kind, d.reason, kindReasons[d.kind])
 		}
 		seen[d.reason]++
 		if d.to != c.limit {
@@ -724,27 +734,15 @@ func randomWalk(t *testing.T, seed uint64, lo, hi, n int) map[poolReason]int {
 	return seen
 }
 
-// stateAfter is the state of the rule after a change for reason from the
-// state before: the transitions of
-// docs/tuning.md#the-rule-as-a-state-machine. The verdict on a probe that
-// found the limit again settles the rule at the ceiling, whatever the
-// limit's reason; a probe that found none settles it, and the same window
-// decides on as from settled.
-func stateAfter(before move, d decision) move {
-	if before == probing && strings.HasPrefix(d.detail, "probe found the limit still there") {
-		return settled
-	}
-	switch d.reason {
-	case reasonDemand, reasonWait:
-		return growing
-	case reasonLowUtilization:
-		return shrinking
-	case reasonProbe:
-		return probing
-	case reasonLatencyGradient:
-		return verifying
-	}
-	return settled
+// kindReasons are the reasons a change of each kind may give.
+var kindReasons = map[stepKind][]poolReason{
+	stepProbeFound:     {reasonClientRateLimit, reasonServerThrottling, reasonLatencyGradient, reasonCPU},
+	stepSlowerForAll:   {reasonSlowerForAll},
+	stepDownstream:     {reasonClientRateLimit, reasonServerThrottling, reasonCPU},
+	stepGradientShrink: {reasonLatencyGradient},
+	stepProbe:          {reasonProbe},
+	stepGrow:           {reasonDemand, reasonWait},
+	stepShrink:         {reasonLowUtilization},
 }
 
 // TestDecideRandomWalk checks the invariants of randomWalk over long walks,
