@@ -163,9 +163,27 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		return &attemptContext{Context: ctx, clientTime: true}
 	}
 
-	// The root span decides sampling, once per attempt, before anything
-	// else is paid for: an unsampled attempt starts no other span. The
-	// option and link slices are recycled: the SDK copies what it keeps.
+	rootCtx, root := o.startRoot(ctx, it)
+	if !root.IsRecording() {
+		// The sampler dropped the attempt: its trace is never exported, so
+		// its durations are recorded with no span context (an exemplar
+		// linking to it would lead nowhere, whatever the exemplar filter).
+		o.recordWait(context.Background(), wait, it)
+		if !work {
+			return rootCtx
+		}
+		return &attemptContext{Context: rootCtx, clientTime: true}
+	}
+
+	reconcileCtx := o.startSpans(rootCtx, root, it, wait, standbyPart, activeAt)
+	return &attemptContext{Context: reconcileCtx, root: root, clientTime: work}
+}
+
+// startRoot starts the attempt's root span, which decides sampling, once
+// per attempt, before anything else is paid for: an unsampled attempt
+// starts no other span. The option and link slices are recycled: the SDK
+// copies what it keeps.
+func (o *observer[K]) startRoot(ctx context.Context, it *scheduler.Item[K]) (context.Context, trace.Span) {
 	b := startBufs.Get().(*startBuf)
 	opts := append(b.opts[:0], trace.WithTimestamp(it.EnqueuedAt), spanKindConsumer)
 	parent := ctx
@@ -191,17 +209,12 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	clear(b.opts[:min(len(opts), len(b.opts))])
 	clear(b.links[:min(len(links), len(b.links))])
 	startBufs.Put(b)
-	if !root.IsRecording() {
-		// The sampler dropped the attempt: its trace is never exported, so
-		// its durations are recorded with no span context (an exemplar
-		// linking to it would lead nowhere, whatever the exemplar filter).
-		o.recordWait(context.Background(), wait, it)
-		if !work {
-			return rootCtx
-		}
-		return &attemptContext{Context: rootCtx, clientTime: true}
-	}
+	return rootCtx, root
+}
 
+// startSpans gives a recorded attempt's root its attributes, records the
+// wait in its "queued" span, and starts its "reconcile" span.
+func (o *observer[K]) startSpans(rootCtx context.Context, root trace.Span, it *scheduler.Item[K], wait float64, standbyPart time.Duration, activeAt time.Time) context.Context {
 	// One array (one allocation) holds the attempt's attributes: the root
 	// carries all of them, "reconcile" those that identify the attempt and
 	// why it ran, "queued" the wait reason.
@@ -227,7 +240,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	queuedCtx, queued := o.tracer.Start(rootCtx, semconv.SpanQueued, trace.WithTimestamp(it.EnqueuedAt))
 	queued.SetAttributes(reason...)
 	if it.ReadyAt.After(it.EnqueuedAt) {
-		queued.AddEvent("ready", trace.WithTimestamp(it.ReadyAt))
+		queued.AddEvent(semconv.EventReady, trace.WithTimestamp(it.ReadyAt))
 	}
 	if standbyPart > 0 {
 		queued.AddEvent(semconv.EventActive, trace.WithTimestamp(activeAt))
@@ -237,7 +250,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, semconv.SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
 	reconcile.SetAttributes(ident...)
-	return &attemptContext{Context: reconcileCtx, root: root, clientTime: work}
+	return reconcileCtx
 }
 
 // recordWait records the queue wait of it: in the queue-wait histogram,
