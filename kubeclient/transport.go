@@ -112,24 +112,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	var span trace.Span
 	if traced {
-		ctx, span = t.tracer.Start(ctx, req.Method+" "+r.template, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
-		if span.IsRecording() {
-			attrs := make([]attribute.KeyValue, 0, 11)
-			attrs = append(attrs, method(req.Method), otelconv.ServerAddress(k.host), otelconv.URLFull(req.URL.String()), otelconv.URLTemplate(r.template))
-			if k.port > 0 {
-				attrs = append(attrs, otelconv.ServerPort(k.port))
-			}
-			if r.verb != "" {
-				attrs = append(attrs, semconv.AttrRequestVerb.String(r.verb), semconv.AttrRequestGroup.String(r.group), semconv.AttrRequestResource.String(r.resource))
-			}
-			if r.namespace != "" {
-				attrs = append(attrs, otelconv.K8SNamespaceName(r.namespace))
-			}
-			if r.name != "" {
-				attrs = append(attrs, semconv.AttrRequestName.String(r.name))
-			}
-			span.SetAttributes(attrs...)
-		}
+		ctx, span = t.startSpan(ctx, req, &r, &k, start)
 		// The RoundTripper contract forbids changing req: send a copy
 		// that carries the span's context.
 		req = req.Clone(ctx)
@@ -164,7 +147,42 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}, asksBookmarks(req.URL.RawQuery))
 	}
 
-	if span != nil && span.IsRecording() {
+	if span != nil {
+		endSpan(span, resp, err, &k, retryAfter, end)
+	}
+	return resp, err
+}
+
+// startSpan starts the client span of a request r (its metric key k) at
+// start, with the HTTP client conventions' attributes and the Kubernetes
+// request's.
+func (t *transport) startSpan(ctx context.Context, req *http.Request, r *request, k *metricKey, start time.Time) (context.Context, trace.Span) {
+	ctx, span := t.tracer.Start(ctx, req.Method+" "+r.template, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(start))
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	attrs := make([]attribute.KeyValue, 0, 11)
+	attrs = append(attrs, method(req.Method), otelconv.ServerAddress(k.host), otelconv.URLFull(req.URL.String()), otelconv.URLTemplate(r.template))
+	if k.port > 0 {
+		attrs = append(attrs, otelconv.ServerPort(k.port))
+	}
+	if r.verb != "" {
+		attrs = append(attrs, semconv.AttrRequestVerb.String(r.verb), semconv.AttrRequestGroup.String(r.group), semconv.AttrRequestResource.String(r.resource))
+	}
+	if r.namespace != "" {
+		attrs = append(attrs, otelconv.K8SNamespaceName(r.namespace))
+	}
+	if r.name != "" {
+		attrs = append(attrs, semconv.AttrRequestName.String(r.name))
+	}
+	span.SetAttributes(attrs...)
+	return ctx, span
+}
+
+// endSpan ends a request's client span at end with its answer: the status
+// code, and for an error or a 4xx or 5xx answer the error type and status.
+func endSpan(span trace.Span, resp *http.Response, err error, k *metricKey, retryAfter bool, end time.Time) {
+	if span.IsRecording() {
 		if resp != nil {
 			span.SetAttributes(otelconv.HTTPResponseStatusCode(k.code))
 		}
@@ -183,10 +201,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			span.SetAttributes(attribute.StringSlice("http.response.header.retry-after", resp.Header.Values("Retry-After")))
 		}
 	}
-	if span != nil {
-		span.End(trace.WithTimestamp(end))
-	}
-	return resp, err
+	span.End(trace.WithTimestamp(end))
 }
 
 // errorType is the error.type attribute of a round trip that returned err
