@@ -11,10 +11,11 @@ import (
 // Read the process every few seconds, as an adaptive pool or a summary
 // line does, and say what the window shows. (Not run as a test: its figures
 // are the machine's.)
-func ExampleRead() {
-	prev := new(procstat.Reader).Read()
+func ExampleReader_Read() {
+	var r procstat.Reader
+	prev := r.Read()
 	for range time.Tick(5 * time.Second) {
-		cur := new(procstat.Reader).Read()
+		cur := r.Read()
 		w := procstat.Between(prev, cur)
 		prev = cur
 
