@@ -140,3 +140,48 @@ func ExampleScheduler_Stats() {
 	// oldest pending: 5s
 	// longest running: 2s
 }
+
+// Why each run happens and why it waited: an event handler says what it
+// saw (Trigger, Source), the queue knows the rest (a requeue after a time,
+// a retry through the rate limiter), and Reason says what held the key
+// before it was ready. Inspect shows the keys still waiting, counted by
+// priority, reason and place.
+func ExampleItem() {
+	clock := testingclock.NewFakeClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	queue := scheduler.New(scheduler.Config[string]{Name: "deployments", Clock: clock})
+	defer queue.ShutDown()
+
+	ctx := context.Background()
+	queue.AddWithOptions(ctx, scheduler.AddOptions{Trigger: scheduler.TriggerUpdate, Source: "Deployment"}, "default/web")
+	queue.AddAfter("default/db", time.Second)
+	queue.AddWithOptions(ctx, scheduler.AddOptions{Priority: 10, Trigger: scheduler.TriggerCreate}, "default/cache")
+
+	var counts []scheduler.PendingCount = queue.Inspect(10).ByPriority
+	for _, c := range counts {
+		fmt.Printf("waiting: priority %d, %v, delayed %v: %d\n", c.Priority, c.Reason, c.Delayed, c.Keys)
+	}
+	clock.Step(time.Second)
+	for range 3 {
+		it, err := queue.GetContext(ctx)
+		if errors.Is(err, scheduler.ErrShutDown) {
+			return
+		}
+		waited := "did not wait"
+		switch it.Reason {
+		case scheduler.WaitDelayed:
+			waited = "waited for its delay"
+		case scheduler.WaitRateLimited:
+			waited = "waited for its backoff"
+		case scheduler.WaitImmediate, scheduler.WaitDebounced, scheduler.WaitHeld:
+		}
+		fmt.Printf("%s: %v %s, %s\n", it.Key, it.Trigger, it.Source, waited)
+		queue.Done(it.Key)
+	}
+	// Output:
+	// waiting: priority 10, immediate, delayed false: 1
+	// waiting: priority 0, immediate, delayed false: 1
+	// waiting: priority 0, delayed, delayed true: 1
+	// default/cache: create , did not wait
+	// default/web: update Deployment, did not wait
+	// default/db: requeue_after , waited for its delay
+}
