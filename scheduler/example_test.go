@@ -156,10 +156,13 @@ func ExampleItem() {
 	queue.AddAfter("default/db", time.Second)
 	queue.AddWithOptions(ctx, scheduler.AddOptions{Priority: 10, Trigger: scheduler.TriggerCreate}, "default/cache")
 
-	var counts []scheduler.PendingCount = queue.Inspect(10).ByPriority
+	var look scheduler.Inspection[string] = queue.Inspect(10)
+	var counts []scheduler.PendingCount = look.ByPriority
 	for _, c := range counts {
 		fmt.Printf("waiting: priority %d, %v, delayed %v: %d\n", c.Priority, c.Reason, c.Delayed, c.Keys)
 	}
+	var ready []scheduler.PriorityDepth = queue.DepthByPriority(nil)
+	fmt.Println("ready by priority:", ready)
 	clock.Step(time.Second)
 	for range 3 {
 		it, err := queue.GetContext(ctx)
@@ -167,12 +170,16 @@ func ExampleItem() {
 			return
 		}
 		waited := "did not wait"
-		switch it.Reason {
+		var reason scheduler.WaitReason = it.Reason
+		switch reason {
 		case scheduler.WaitDelayed:
 			waited = "waited for its delay"
 		case scheduler.WaitRateLimited:
 			waited = "waited for its backoff"
 		case scheduler.WaitImmediate, scheduler.WaitDebounced, scheduler.WaitHeld:
+		}
+		if it.Trigger == scheduler.TriggerAdd {
+			waited += " (an add that said nothing more)"
 		}
 		fmt.Printf("%s: %v %s, %s\n", it.Key, it.Trigger, it.Source, waited)
 		queue.Done(it.Key)
@@ -181,6 +188,7 @@ func ExampleItem() {
 	// waiting: priority 10, immediate, delayed false: 1
 	// waiting: priority 0, immediate, delayed false: 1
 	// waiting: priority 0, delayed, delayed true: 1
+	// ready by priority: [{10 1} {0 1}]
 	// default/cache: create , did not wait
 	// default/web: update Deployment, did not wait
 	// default/db: requeue_after , waited for its delay

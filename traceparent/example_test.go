@@ -18,19 +18,23 @@ import (
 func Example() {
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())
-	w3c := traceparent.WithPropagators(propagation.TraceContext{})
+	// An Option configures both sides; an InjectOption only Inject, a
+	// ReaderOption only NewReader.
+	var w3c traceparent.Option = traceparent.WithPropagators(propagation.TraceContext{})
+	injectOpts := []traceparent.InjectOption{w3c}
 
 	// The writer, before Update or Create:
 	ctx, span := tp.Tracer("writer").Start(context.Background(), "scale web")
 	cm := &corev1.ConfigMap{}
 	cm.Name, cm.Namespace = "web", "default"
-	traceparent.Inject(ctx, cm, w3c)
+	traceparent.Inject(ctx, cm, injectOpts...)
 	span.End()
 
 	// The controller, in its informer's event handler:
 	queue := scheduler.New(scheduler.Config[string]{Name: "configmaps"})
 	defer queue.ShutDown()
-	reader := traceparent.NewReader(w3c)
+	readerOpts := []traceparent.ReaderOption{w3c}
+	reader := traceparent.NewReader(readerOpts...)
 	queue.AddContext(reader.ContextWith(context.Background(), cm), cm.Namespace+"/"+cm.Name)
 
 	key, _ := queue.Get()
