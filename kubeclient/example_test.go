@@ -115,7 +115,7 @@ func ExampleReadWatchStats() {
 	for range w.ResultChan() { // the server ended the stream
 	}
 	w.Stop()
-	now := kubeclient.ReadWatchStats()
+	var now kubeclient.WatchStats = kubeclient.ReadWatchStats()
 	fmt.Printf("opened %d, ended %d, open now %d\n", now.Opened-before.Opened, now.Ended-before.Ended, now.Open-before.Open)
 	// Output:
 	// event: ADDED

@@ -26,8 +26,11 @@ func ExampleReader_Read() {
 		if w.ThrottledKnown {
 			cpu += fmt.Sprintf(", throttled in %.0f%% of the periods (%v)", 100*w.Throttled, w.ThrottledTime)
 		}
-		log.Printf("cpu: %s; runnable goroutines waited p50 %v, p99 %v; heap live %d MiB, Go memory %d MiB",
-			cpu, w.SchedP50, w.SchedP99, w.HeapLive>>20, w.MemoryUsed>>20)
+		// The runtime's scheduling latencies since the process started
+		// (cumulative; Between makes the window's quantiles of two).
+		var sched procstat.SchedHistogram = cur.SchedLatency
+		log.Printf("cpu: %s; runnable goroutines waited p50 %v, p99 %v (%d buckets); heap live %d MiB, Go memory %d MiB",
+			cpu, w.SchedP50, w.SchedP99, len(sched.Counts), w.HeapLive>>20, w.MemoryUsed>>20)
 	}
 }
 
