@@ -25,6 +25,8 @@ import (
 func main() {
 	names := flag.Bool("names", false, "print every name")
 	undocumented := flag.Bool("undocumented", false, "print, and exit 1 for, the names that no Example function and no doc (README.md, docs/*.md) uses")
+	maxCore := flag.Int("max-otelqueue", 0, "exit 1 when package otelqueue exports more names (0: no bound)")
+	maxTotal := flag.Int("max-total", 0, "exit 1 when the public packages export more names together (0: no bound)")
 	flag.Parse()
 	roots := flag.Args()
 	if len(roots) == 0 {
@@ -60,6 +62,18 @@ func main() {
 		}
 	}
 	fmt.Printf("%-28s %4d\n", "total", total)
+	failed := false
+	if n := len(counts["otelqueue"]); *maxCore > 0 && n > *maxCore {
+		fmt.Printf("package otelqueue exports %d names, over %d: move what is not the core to a package of its own, or unexport it\n", n, *maxCore)
+		failed = true
+	}
+	if *maxTotal > 0 && total > *maxTotal {
+		fmt.Printf("the public packages export %d names, over %d\n", total, *maxTotal)
+		failed = true
+	}
+	if failed {
+		defer os.Exit(1)
+	}
 	if *undocumented {
 		missing, err := undocumentedNames(roots[0], counts)
 		if err != nil {
