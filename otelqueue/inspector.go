@@ -49,6 +49,12 @@ type Inspector struct {
 	// (inspect.Page.Recommendation): the workers, cores and memory the
 	// queues it sizes and their process need.
 	Sizer *Sizer
+	// Instrumentations, when set, are the queues the page shows: those of
+	// one program of several in a process (a test binary, two managers).
+	// Nil shows every queue of the process instrumented and not stopped:
+	// the process's list of Instrumentations is the default a program
+	// replaces with its own.
+	Instrumentations []*Instrumentation
 
 	// mu guards looks: the start of each queue's current window, per
 	// Inspector (inspect.Bottleneck).
@@ -101,7 +107,7 @@ var inspectables struct {
 // registerInspectable adds the Instrumentation of s to what Inspectors
 // show, and returns the function that removes it. The scheduler is held by
 // a weak pointer: a scheduler dropped without Stop is not kept alive.
-func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b *binding, client *clientInstruments, workers int) func() {
+func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b *binding, client *clientInstruments, workers int) (*inspectable, func()) {
 	wp := weak.Make(s)
 	clk := schedhooks.Of(s).Clock
 	_, real := clk.(clock.RealClock)
@@ -135,11 +141,28 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 	inspectables.mu.Lock()
 	inspectables.list = append(inspectables.list, in)
 	inspectables.mu.Unlock()
-	return func() {
+	return in, func() {
 		inspectables.mu.Lock()
 		defer inspectables.mu.Unlock()
 		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return x == in })
 	}
+}
+
+// shown returns the queues the Inspector shows: its Instrumentations not
+// stopped, or every one of the process.
+func (i *Inspector) shown() []*inspectable {
+	inspectables.mu.Lock()
+	defer inspectables.mu.Unlock()
+	if i == nil || i.Instrumentations == nil {
+		return slices.Clone(inspectables.list)
+	}
+	var list []*inspectable
+	for _, in := range inspectables.list {
+		if slices.ContainsFunc(i.Instrumentations, func(inst *Instrumentation) bool { return inst != nil && inst.inspectable == in }) {
+			list = append(list, in)
+		}
+	}
+	return list
 }
 
 // Page returns what the Inspector shows now.
@@ -148,9 +171,7 @@ func (i *Inspector) Page() inspect.Page {
 	if i != nil && i.Limit > 0 {
 		limit = min(i.Limit, maxInspectorLimit)
 	}
-	inspectables.mu.Lock()
-	list := slices.Clone(inspectables.list)
-	inspectables.mu.Unlock()
+	list := i.shown()
 	page := inspect.Page{At: time.Now(), Queues: []inspect.Queue{}}
 	var gone []*inspectable
 	var proc processReading

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	testingclock "k8s.io/utils/clock/testing"
@@ -457,4 +458,67 @@ func TestInspectorConcurrent(t *testing.T) {
 		}
 	}
 	t.Logf("%d windows classified", len(windows))
+}
+
+// TestInspectorOfOneProgram: two programs in one process (here one test
+// binary), each with its queue, its MeterProvider and its Inspector built
+// from its own Instrumentations, see each their own queue and metrics only;
+// an Inspector without Instrumentations shows the process's; a stopped
+// Instrumentation leaves its program's page.
+func TestInspectorOfOneProgram(t *testing.T) {
+	type program struct {
+		queue   *scheduler.Scheduler[string]
+		inst    *otelqueue.Instrumentation
+		reader  *sdkmetric.ManualReader
+		inspect *otelqueue.Inspector
+	}
+	newProgram := func(name string) *program {
+		p := &program{reader: sdkmetric.NewManualReader()}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(p.reader))
+		t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+		p.queue, _, p.inst = inspectedQueue(t, name, otelqueue.WithMeterProvider(mp))
+		p.inspect = &otelqueue.Inspector{Instrumentations: []*otelqueue.Instrumentation{p.inst}}
+		p.queue.Add(name + "/key")
+		return p
+	}
+	a, b := newProgram("program-a"), newProgram("program-b")
+	names := func(page inspect.Page) (out []string) {
+		for _, q := range page.Queues {
+			out = append(out, q.Name)
+		}
+		return out
+	}
+	for _, p := range []*program{a, b} {
+		if got := names(p.inspect.Page()); !slices.Equal(got, []string{p.queue.Name()}) {
+			t.Errorf("the inspector of %s shows %v, want its queue only", p.queue.Name(), got)
+		}
+		var rm metricdata.ResourceMetrics
+		if err := p.reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Sum[int64]); ok {
+					for _, dp := range g.DataPoints {
+						if v, _ := dp.Attributes.Value("name"); v.AsString() != p.queue.Name() {
+							t.Errorf("the metrics of %s carry the queue %s (%s)", p.queue.Name(), v.AsString(), m.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	all := names((&otelqueue.Inspector{}).Page())
+	if !slices.Contains(all, "program-a") || !slices.Contains(all, "program-b") {
+		t.Errorf("an inspector without Instrumentations shows %v, want both programs' queues", all)
+	}
+	if err := a.inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(a.inspect.Page()); len(got) != 0 {
+		t.Errorf("after Stop, the inspector of program-a shows %v, want nothing", got)
+	}
+	if got := names((&otelqueue.Inspector{Instrumentations: []*otelqueue.Instrumentation{nil}}).Page()); len(got) != 0 {
+		t.Errorf("an inspector of a nil Instrumentation shows %v, want nothing", got)
+	}
 }

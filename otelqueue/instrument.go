@@ -24,13 +24,15 @@ import (
 // Instrumentation is the OpenTelemetry instrumentation of one scheduler,
 // returned by Instrument. Stop removes it.
 type Instrumentation struct {
-	client   *clientInstruments
-	standby  *standby
-	b        *binding
-	reg      metric.Registration
-	stop     func()
-	stopOnce sync.Once
-	stopped  atomic.Bool
+	// inspectable is what Inspectors show of the queue.
+	inspectable *inspectable
+	client      *clientInstruments
+	standby     *standby
+	b           *binding
+	reg         metric.Registration
+	stop        func()
+	stopOnce    sync.Once
+	stopped     atomic.Bool
 }
 
 // Instrument attaches OpenTelemetry instrumentation to s: spans and
@@ -109,7 +111,8 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 	if c.clientTime {
 		clientTime = obs.client
 	}
-	unregister := registerInspectable(s, sb, b, clientTime, c.workers)
+	var unregister func()
+	inst.inspectable, unregister = registerInspectable(s, sb, b, clientTime, c.workers)
 	unsize := func() {}
 	if c.sizer != nil {
 		unsize = c.sizer.add(sizedQueue(s.Name(), ws, b, sb, clientTime, c.workers))
