@@ -324,6 +324,13 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 	if !ok {
 		return
 	}
+	p.record(d, &f, now, span)
+}
+
+// record applies decision d, decided on figures f at now, and tells of it:
+// the pool's stats and last decisions, its log line, and an event of span
+// when it is recording.
+func (p *pool) record(d decision, f *figures, now time.Time, span trace.Span) {
 	from := int(p.limit.Load())
 	if d.to != from {
 		p.apply(d.to)
