@@ -1,0 +1,62 @@
+package bottleneck_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
+)
+
+var update = flag.Bool("update", false, "write the table of docs/tuning.md")
+
+// tuningPath is the page whose table of the classes is generated from the
+// table of this package.
+var tuningPath = filepath.Join("..", "docs", "tuning.md")
+
+var classesMarker = regexp.MustCompile(`(?s)(<!-- generated from bottleneck\.Rules: classes -->\n).*?(<!-- end of generated table -->)`)
+
+// TestTuningTable fails when docs/tuning.md's table of the classes is not
+// its rendering from Rules: a threshold or a text moved in the table moves
+// the page with it (go test ./bottleneck -run TestTuningTable -update).
+func TestTuningTable(t *testing.T) {
+	doc, err := os.ReadFile(tuningPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !classesMarker.Match(doc) {
+		t.Fatalf("%s has no <!-- generated from bottleneck.Rules: classes --> ... <!-- end of generated table --> markers", tuningPath)
+	}
+	want := classesMarker.ReplaceAllFunc(doc, func(m []byte) []byte {
+		sub := classesMarker.FindSubmatch(m)
+		return []byte(string(sub[1]) + "\n" + classesTable() + "\n" + string(sub[2]))
+	})
+	if *update {
+		if err := os.WriteFile(tuningPath, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(doc, want) {
+		t.Errorf("%s's table of the classes is not its rendering from bottleneck.Rules: run go test ./bottleneck -run TestTuningTable -update", tuningPath)
+	}
+}
+
+// classesTable renders Rules as the page's table, in their order of
+// precedence, and none last.
+func classesTable() string {
+	var b strings.Builder
+	b.WriteString("| class | holds when (signal, threshold) | what to change |\n|---|---|---|\n")
+	for _, r := range bottleneck.Rules() {
+		fmt.Fprintf(&b, "| `%s` | %s (`%s %s %s`) | %s |\n", r.Class, r.Holds, r.Signal, r.Comparison(),
+			strconv.FormatFloat(r.Threshold, 'f', -1, 64), strings.ReplaceAll(r.Change, "|", `\|`))
+	}
+	fmt.Fprintf(&b, "| `%s` | no rule above holds | nothing: the workers keep up; the recommendation is Little's law's count |\n", bottleneck.None)
+	return b.String()
+}
