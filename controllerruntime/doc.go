@@ -120,7 +120,8 @@
 // while other controllers of the application keep controller-runtime's own
 // queue: each workqueue_* family then holds the series of both kinds.
 //
-// docs/metrics.md in the repository lists every metric with its kind, unit,
-// labels and Prometheus name, the buckets, and how they differ from
+// docs/semantic-conventions.md in the repository lists every metric with
+// its kind, unit, labels and Prometheus name and the buckets (generated from
+// semconv/registry.yaml), docs/metrics.md how they differ from
 // controller-runtime's.
 package controllerruntime

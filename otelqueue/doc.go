@@ -19,9 +19,9 @@
 // Through the OpenTelemetry Prometheus exporter the metrics carry
 // controller-runtime's names (workqueue_depth, workqueue_adds_total,
 // workqueue_queue_duration_seconds, ...) and its name and controller labels,
-// so existing dashboards keep working. The constants below name every
-// instrument; docs/metrics.md in the repository has the full table with
-// kinds, units and Prometheus names.
+// so existing dashboards keep working. docs/semantic-conventions.md in the
+// repository has the full table of the names, with kinds, units and
+// Prometheus names (generated from semconv/registry.yaml).
 //
 // With [WithClientTime], a queue also records where its attempts spent their
 // time in Kubernetes API clients instrumented with package kubeclient

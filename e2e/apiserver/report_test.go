@@ -45,7 +45,7 @@ func (t *table) addNote(s string) {
 	t.notes = append(t.notes, s)
 }
 
-// markdown renders the table as docs/examples.md shows it.
+// markdown renders the table (docs/examples.md shows one run's, in part).
 func (t *table) markdown() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -13,7 +13,7 @@ import (
 )
 
 // writeReport prints both recommendations side by side, what the
-// recommender saw, and a row for the table of docs/scaling.md.
+// recommender saw, and the workload's figures in one row (row).
 func writeReport(w io.Writer, name string, m Meta, samples []Sample, fetch time.Duration, v VPAResult, r *bottleneck.Recommendation) error {
 	var b strings.Builder
 	ran := time.Duration(0)
@@ -107,7 +107,7 @@ func stats(samples []Sample, f func(Sample) float64, format string) string {
 	return fmt.Sprintf("mean "+format+" p90 "+format+" max "+format, sum/float64(len(v)), p90, v[len(v)-1])
 }
 
-// row is the workload's row of the table in docs/scaling.md: otelqueue's
+// row is the workload's figures in one Markdown table row: otelqueue's
 // CPU request/limit, memory request/limit/GOMEMLIMIT and workers, then
 // VPA's target (lower-upper) for CPU and memory.
 func row(name string, ran time.Duration, v VPAResult, r *bottleneck.Recommendation) string {
