@@ -27,6 +27,7 @@ func main() {
 	undocumented := flag.Bool("undocumented", false, "print, and exit 1 for, the names that no Example function and no doc (README.md, docs/*.md) uses")
 	maxCore := flag.Int("max-otelqueue", 0, "exit 1 when package otelqueue exports more names (0: no bound)")
 	maxTotal := flag.Int("max-total", 0, "exit 1 when the public packages export more names together (0: no bound)")
+	longer := flag.Int("longer", 0, "also print the functions of the public packages longer than this many lines (0: none)")
 	flag.Parse()
 	roots := flag.Args()
 	if len(roots) == 0 {
@@ -62,6 +63,18 @@ func main() {
 		}
 	}
 	fmt.Printf("%-28s %4d\n", "total", total)
+	if *longer > 0 {
+		for _, root := range roots {
+			long, err := longFuncs(root, *longer)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "apisurface:", err)
+				os.Exit(1)
+			}
+			for _, l := range long {
+				fmt.Println("long:", l)
+			}
+		}
+	}
 	failed := false
 	if n := len(counts["otelqueue"]); *maxCore > 0 && n > *maxCore {
 		fmt.Printf("package otelqueue exports %d names, over %d: move what is not the core to a package of its own, or unexport it\n", n, *maxCore)
@@ -220,6 +233,54 @@ func count(root string) (map[string][]string, error) {
 		return nil
 	})
 	return counts, err
+}
+
+// longFuncs returns "lines path:line name" for each function of the
+// non-test files of the public packages under root longer than n lines,
+// the longest first.
+func longFuncs(root string, n int) ([]string, error) {
+	type fn struct {
+		lines int
+		where string
+	}
+	var out []fn
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			base := d.Name()
+			if rel != "." && (strings.HasPrefix(base, ".") || base == "internal" || base == "testdata" ||
+				fileExists(filepath.Join(path, "go.mod"))) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil || f.Name.Name == "main" {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
+				start, end := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
+				if lines := end - start + 1; lines > n {
+					out = append(out, fn{lines, fmt.Sprintf("%d %s:%d %s", lines, filepath.ToSlash(rel), start, fd.Name.Name)})
+				}
+			}
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].lines > out[j].lines })
+	var s []string
+	for _, f := range out {
+		s = append(s, f.where)
+	}
+	return s, err
 }
 
 func fileExists(p string) bool {
