@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/otelqueue/otelqueue/internal/sizing"
-
 	"github.com/otelqueue/otelqueue/bottleneck"
 )
 
@@ -343,9 +341,14 @@ func measure(w *window) figures {
 	f.busy = w.busy.Seconds() / secs
 	f.utilization = f.busy / float64(max(w.limit, 1))
 	f.wait = max(w.waitP90, w.oldest)
-	if w.adds > 0 {
-		f.errorRetries = float64(w.retries-min(w.delayedAdds, w.retries)) / float64(w.adds)
-	}
+	// The table's figures of the window, as package bottleneck reads any
+	// window: the share of the adds that were backoff retries, and of the
+	// client attempts' work time spent on the client's limiter and the
+	// server's Retry-After.
+	bw := bottleneck.Window{Duration: w.dur, Adds: w.adds, Retries: w.retries, DelayedAdds: w.delayedAdds,
+		Client: bottleneck.Client{Used: w.done > 0, Work: w.work, RateLimiterWait: w.limiterWait, RetryAfterWait: w.retryAfterWait}}
+	var addsKnown bool
+	f.errorRetries, addsKnown = bw.ErrorRetries()
 	f.arrivals = max(0, (float64(w.started)+float64(w.depth-w.depthBefore))/secs)
 	if w.dueSoon > 0 && w.dueWindow > 0 {
 		// The keys already scheduled to come in the next window: a wave of
@@ -364,10 +367,7 @@ func measure(w *window) figures {
 		}
 		waits := time.Duration(float64(w.limiterWait+w.retryAfterWait) / n)
 		f.base = max(f.typical-waits, f.typical/minBaseDivisor)
-		if w.work > 0 {
-			f.limiter = w.limiterWait.Seconds() / w.work.Seconds()
-			f.retryAfter = w.retryAfterWait.Seconds() / w.work.Seconds()
-		}
+		f.limiter, f.retryAfter = bw.Client.Share(w.limiterWait), bw.Client.Share(w.retryAfterWait)
 		f.concurrency = f.throughput * f.typical.Seconds()
 		f.sample = w.done >= minSample
 		if f.cpu.Known {
@@ -376,8 +376,8 @@ func measure(w *window) figures {
 	}
 	f.class = bottleneck.Classify(bottleneck.Figures{
 		CPU: f.cpu, APIServer: w.apiserver,
-		Client: w.done > 0 && w.work > 0, RetryAfterShare: f.retryAfter, RateLimiterShare: f.limiter,
-		ErrorRetries: f.errorRetries, AddsKnown: w.adds >= sizing.MinReconciles,
+		Client: bw.Client.Used && bw.Client.Work > 0, RetryAfterShare: f.retryAfter, RateLimiterShare: f.limiter,
+		ErrorRetries: f.errorRetries, AddsKnown: addsKnown,
 		// No worker count: the pool's own staffing rule is its workers
 		// class; it reads the table's classes that forbid more workers.
 		Utilization: f.utilization,
