@@ -29,16 +29,17 @@ type Queue struct {
 	// Pending counts the keys waiting by priority and wait reason.
 	Pending []Count `json:"pending"`
 	// Oldest are the keys that have waited longest, Running the runs in
-	// flight that have run longest: at most the Inspector's Limit each (20 by default, 1000 at most).
+	// flight that have run longest: at most the Inspector's Limit each
+	// (20 by default, 1000 at most).
 	Oldest  []Key `json:"oldest"`
 	Running []Run `json:"running"`
 	// Failures are the last failed attempts, the latest first (at most
 	// 20): those of an otelqueue.Runner, of package controllerruntime's
-	// Reconciler, and those given to otelqueue.Instrumentation.RecordFailure.
+	// Reconciler, and those given to
+	// otelqueue.Instrumentation.RecordFailure.
 	Failures []Failure `json:"failures"`
 	// Adaptive is the adaptive pool's state, when the queue has one, and
-	// Decisions its last decisions (at most 8), the latest
-	// first.
+	// Decisions its last decisions (at most 8), the latest first.
 	Adaptive  *Pool      `json:"adaptive,omitempty"`
 	Decisions []Decision `json:"decisions,omitempty"`
 	// Bottleneck is what limits the queue over this Inspector's last
