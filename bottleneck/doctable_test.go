@@ -1,7 +1,6 @@
 package bottleneck_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "write the table of docs/tuning.md")
@@ -37,15 +37,7 @@ func TestTuningTable(t *testing.T) {
 		sub := classesMarker.FindSubmatch(m)
 		return []byte(string(sub[1]) + "\n" + classesTable() + "\n" + string(sub[2]))
 	})
-	if *update {
-		if err := os.WriteFile(tuningPath, want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if !bytes.Equal(doc, want) {
-		t.Errorf("%s's table of the classes is not its rendering from bottleneck.Rules: run go test ./bottleneck -run TestTuningTable -update", tuningPath)
-	}
+	testutil.Generated(t, tuningPath, want, *update, "go test ./bottleneck -run TestTuningTable -update")
 }
 
 // classesTable renders Rules as the page's table, in their order of

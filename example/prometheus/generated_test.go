@@ -4,7 +4,6 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -38,23 +37,7 @@ func TestGenerated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *update {
-			mode := os.FileMode(0o644)
-			if st, err := os.Stat(file); err == nil {
-				mode = st.Mode()
-			}
-			if err := os.WriteFile(file, want, mode); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is not its rendering from %s.tmpl and the table of package bottleneck: run go test ./internal/rulesgen -update (and make rules)", path, path)
-		}
+		testutil.Generated(t, file, want, *update, "cd example && go test ./prometheus -update (and make rules)")
 	}
 }
 

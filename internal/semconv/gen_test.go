@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/otelqueue/otelqueue/internal/semconv/registry"
+	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "write names.go and the tables of docs/semantic-conventions.md")
@@ -40,23 +41,9 @@ func TestGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(path string, want []byte) {
-		if *update {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s is not its rendering from semconv/registry.yaml: run go test ./internal/semconv -update", path)
-		}
-	}
-	check("names.go", src)
-	check(docPath, newDoc)
+	const regenerate = "go test ./internal/semconv -update"
+	testutil.Generated(t, "names.go", src, *update, regenerate)
+	testutil.Generated(t, docPath, newDoc, *update, regenerate)
 }
 
 // goSource renders names.go: a constant for every name with a Go name.

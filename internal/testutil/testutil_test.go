@@ -3,6 +3,8 @@ package testutil
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -153,5 +155,24 @@ func TestRemoteSpanContext(t *testing.T) {
 	}
 	if a.TraceID() == b.TraceID() || a.SpanID() == b.SpanID() {
 		t.Errorf("RemoteSpanContext(1) and (2) share ids: %v, %v", a, b)
+	}
+}
+
+// TestGenerated: a stale file fails with the command that regenerates it,
+// -update writes it keeping its mode, and then it passes.
+func TestGenerated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gen.sh")
+	if err := os.WriteFile(path, []byte("old\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(t, run(func(tb *fakeTB) { Generated(tb, path, []byte("new\n"), false, "make gen") }), "run make gen")
+	if got := run(func(tb *fakeTB) { Generated(tb, path, []byte("new\n"), true, "make gen") }); len(got) != 0 {
+		t.Fatalf("update: %q", got)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("after update: %v, %v; want mode 0755 kept", st.Mode(), err)
+	}
+	if got := run(func(tb *fakeTB) { Generated(tb, path, []byte("new\n"), false, "make gen") }); len(got) != 0 {
+		t.Errorf("after update: %q, want no failure", got)
 	}
 }
