@@ -180,10 +180,11 @@ func undocumentedNames(root string, counts map[string][]string) ([]string, error
 	return missing, nil
 }
 
-// count returns, per package directory under root, its exported names.
-func count(root string) (map[string][]string, error) {
-	counts := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+// publicFiles calls fn with each non-test Go file, parsed, of the public
+// packages under root (not internal/, testdata/, another module, or a
+// main package), and its path from root.
+func publicFiles(root string, fn func(rel string, fset *token.FileSet, f *ast.File)) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -199,13 +200,22 @@ func count(root string) (map[string][]string, error) {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err
 		}
-		if f.Name.Name == "main" {
-			return nil
+		if f.Name.Name != "main" {
+			fn(filepath.ToSlash(rel), fset, f)
 		}
+		return nil
+	})
+}
+
+// count returns, per package directory under root, its exported names.
+func count(root string) (map[string][]string, error) {
+	counts := map[string][]string{}
+	err := publicFiles(root, func(rel string, _ *token.FileSet, f *ast.File) {
 		dir := filepath.ToSlash(filepath.Dir(rel))
 		for _, decl := range f.Decls {
 			switch decl := decl.(type) {
@@ -230,50 +240,27 @@ func count(root string) (map[string][]string, error) {
 				}
 			}
 		}
-		return nil
 	})
 	return counts, err
 }
 
 // longFuncs returns "lines path:line name" for each function of the
-// non-test files of the public packages under root longer than n lines,
-// the longest first.
+// public packages under root longer than n lines, the longest first.
 func longFuncs(root string, n int) ([]string, error) {
 	type fn struct {
 		lines int
 		where string
 	}
 	var out []fn
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		if d.IsDir() {
-			base := d.Name()
-			if rel != "." && (strings.HasPrefix(base, ".") || base == "internal" || base == "testdata" ||
-				fileExists(filepath.Join(path, "go.mod"))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil || f.Name.Name == "main" {
-			return err
-		}
+	err := publicFiles(root, func(rel string, fset *token.FileSet, f *ast.File) {
 		for _, decl := range f.Decls {
 			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Body != nil {
 				start, end := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
 				if lines := end - start + 1; lines > n {
-					out = append(out, fn{lines, fmt.Sprintf("%d %s:%d %s", lines, filepath.ToSlash(rel), start, fd.Name.Name)})
+					out = append(out, fn{lines, fmt.Sprintf("%d %s:%d %s", lines, rel, start, fd.Name.Name)})
 				}
 			}
 		}
-		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].lines > out[j].lines })
 	var s []string
