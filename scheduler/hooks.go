@@ -25,7 +25,14 @@ func (s *Scheduler[K]) hooks() *schedhooks.Hooks {
 		Clock:                  s.clock,
 		ShutDownCh:             s.stop,
 		CompareAndSwapObserver: s.compareAndSwapObserverAny,
+		Extension:              s.extension,
 	}
+}
+
+// extension returns the value of s's extension, made by make once.
+func (s *Scheduler[K]) extension(make func() any) any {
+	s.ext.once.Do(func() { s.ext.v = make() })
+	return s.ext.v
 }
 
 // compareAndSwapObserverAny is compareAndSwapObserver with Observers

@@ -30,9 +30,15 @@ type Scheduler[K comparable] struct {
 
 	clock clock.WithTicker
 	base  time.Time
-	name  string
-	rl    workqueue.TypedRateLimiter[K]
-	set   settings
+	// ext is the value package otelqueue keeps in the scheduler
+	// (internal/schedhooks.Hooks.Extension).
+	ext struct {
+		once sync.Once
+		v    any
+	}
+	name string
+	rl   workqueue.TypedRateLimiter[K]
+	set  settings
 
 	entries map[K]*entry[K]
 	ready   readyQueue[K]

@@ -33,6 +33,12 @@ type Hooks struct {
 	// comparable (a func, say), matches nothing, and an obs of another type
 	// installs nothing: both return false.
 	CompareAndSwapObserver func(old, obs any) bool
+
+	// Extension returns the value the scheduler holds for package
+	// otelqueue (what ties its Instrumentation and Runners together),
+	// made by make on the first call: it lives and goes with the
+	// scheduler, which knows nothing of it.
+	Extension func(make func() any) any
 }
 
 // of is the function package scheduler registers.
