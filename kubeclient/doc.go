@@ -25,9 +25,15 @@
 //     keeps failing) shows as 0, and its controller sees no change while its
 //     queue reads idle.
 //
-// The process's figures are also plain numbers: ServerStats (how the API
-// server answered every instrumented client) and ReadWatchStats (the watch
-// streams).
+// The figures are also plain numbers, for the clients instrumented with
+// one MeterProvider: ServerStats (how the API server answered them) and
+// ReadWatchStats (their watch streams). The provider is what ties a
+// program's parts together: a queue instrumented by package otelqueue with
+// the same provider (its adaptive pool, Sizer and Inspector) reads the
+// same counts, and a second program in the process, with a provider of its
+// own, reads its own. Those instrumented with the global provider (no
+// WithMeterProvider, before or after otel.SetMeterProvider) are one
+// program, the default.
 //
 // Inside a reconcile attempt of a queue instrumented by package otelqueue
 // with otelqueue.WithClientTime, a request made with the reconciler's

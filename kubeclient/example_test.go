@@ -105,7 +105,9 @@ func ExampleReadWatchStats() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	before := kubeclient.ReadWatchStats()
+	// nil: the streams of the clients instrumented with the global
+	// MeterProvider, as cfg was (no WithMeterProvider).
+	before := kubeclient.ReadWatchStats(nil)
 	w, err := clientset.CoreV1().ConfigMaps("default").Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		log.Fatal(err)
@@ -115,7 +117,7 @@ func ExampleReadWatchStats() {
 	for range w.ResultChan() { // the server ended the stream
 	}
 	w.Stop()
-	var now kubeclient.WatchStats = kubeclient.ReadWatchStats()
+	var now kubeclient.WatchStats = kubeclient.ReadWatchStats(nil)
 	fmt.Printf("opened %d, ended %d, open now %d\n", now.Opened-before.Opened, now.Ended-before.Ended, now.Open-before.Open)
 	// Output:
 	// event: ADDED

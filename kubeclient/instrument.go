@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel"
@@ -68,6 +69,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 	in := newInstruments(c.meterProvider)
 	tracer := c.tracerProvider.Tracer(semconv.ScopeKubeclient, trace.WithInstrumentationVersion(otelqueue.Version))
 	out := rest.CopyConfig(cfg)
+	prog := program.Of(c.meterProvider)
 	if cfg.RateLimiter != nil {
 		out.RateLimiter = &limiter{base: cfg.RateLimiter, tracer: tracer, wait: in.limiter}
 	}
@@ -78,7 +80,7 @@ func Instrument(cfg *rest.Config, opts ...Option) (*rest.Config, error) {
 		if next == nil {
 			next = http.DefaultTransport // what an http.Client without a Transport uses
 		}
-		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request, watches: in.watches}
+		return &transport{next: next, tracer: tracer, propagators: c.propagators, duration: in.request, watches: in.watches, program: prog}
 	})
 	return out, nil
 }

@@ -432,7 +432,7 @@ func TestInstrumentedAgainBehindAWrapper(t *testing.T) {
 	}
 	first.Wrap(func(next http.RoundTripper) http.RoundTripper { return userRoundTripper{next} })
 	cs := tel.clientset(t, first) // Instrument again: accepted, it cannot see the first
-	before := kubeclient.ServerStats().Requests
+	before := kubeclient.ServerStats(tel.mp).Requests
 	if _, err := cs.CoreV1().ConfigMaps("demo").Get(context.Background(), "cm-1", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +448,7 @@ func TestInstrumentedAgainBehindAWrapper(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%s counted %d requests, want the 2 made", semconv.MetricHTTPClientRequestDuration, n)
 	}
-	if got := kubeclient.ServerStats().Requests - before; got != 2 {
+	if got := kubeclient.ServerStats(tel.mp).Requests - before; got != 2 {
 		t.Errorf("the server's figures counted %d round trips, want 2", got)
 	}
 	if spans := testutil.SpansNamed(tel.spans.Ended(), "GET /api/v1/namespaces/{namespace}/configmaps/{name}"); len(spans) != 1 {

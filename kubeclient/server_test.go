@@ -69,11 +69,11 @@ func TestServerStats(t *testing.T) {
 		return err
 	}
 
-	before := kubeclient.ServerStats()
+	before := kubeclient.ServerStats(tel.mp)
 	for _, name := range []string{"a", "b", "missing", "unavailable"} {
 		_ = get(name)
 	}
-	mid := kubeclient.ServerStats()
+	mid := kubeclient.ServerStats(tel.mp)
 	if d := mid.Requests - before.Requests; d < 4 {
 		t.Fatalf("%d round trips counted, want at least 4", d)
 	}
@@ -90,7 +90,7 @@ func TestServerStats(t *testing.T) {
 	if _, err := cms.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := kubeclient.ServerStats(); got.Reads.Ended != mid.Reads.Ended || got.Reads.Time-mid.Reads.Time > time.Millisecond {
+	if got := kubeclient.ServerStats(tel.mp); got.Reads.Ended != mid.Reads.Ended || got.Reads.Time-mid.Reads.Time > time.Millisecond {
 		t.Errorf("a list counted as a single-object round trip: %+v after %+v", got, mid)
 	}
 
@@ -98,9 +98,9 @@ func TestServerStats(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- get("stalled") }()
 	<-entered
-	a := kubeclient.ServerStats()
+	a := kubeclient.ServerStats(tel.mp)
 	time.Sleep(50 * time.Millisecond) // the stall the figures must see
-	b := kubeclient.ServerStats()
+	b := kubeclient.ServerStats(tel.mp)
 	if a.Reads.InFlight != 1 || b.Reads.InFlight != 1 {
 		t.Errorf("in flight: %d then %d, want 1", a.Reads.InFlight, b.Reads.InFlight)
 	}
@@ -111,7 +111,7 @@ func TestServerStats(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	c := kubeclient.ServerStats()
+	c := kubeclient.ServerStats(tel.mp)
 	if c.Reads.InFlight != 0 {
 		t.Errorf("%d in flight after the round trip ended", c.Reads.InFlight)
 	}
@@ -125,7 +125,7 @@ func TestServerStats(t *testing.T) {
 	// (client-go sends nothing for a context canceled before the request:
 	// cancel it in flight.)
 	cctx, cancel := context.WithCancel(ctx)
-	c0 := kubeclient.ServerStats()
+	c0 := kubeclient.ServerStats(tel.mp)
 	go func() {
 		_, err := cms.Get(cctx, "hang", metav1.GetOptions{})
 		done <- err
@@ -135,7 +135,7 @@ func TestServerStats(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("a get canceled in flight: %v", err)
 	}
-	if c := kubeclient.ServerStats(); c.Unavailable != c0.Unavailable || c.LastUnavailable {
+	if c := kubeclient.ServerStats(tel.mp); c.Unavailable != c0.Unavailable || c.LastUnavailable {
 		t.Errorf("the caller's cancellation counted unavailable: %+v after %+v", c, c0)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -145,11 +145,11 @@ func TestServerStats(t *testing.T) {
 	closed := "http://" + l.Addr().String()
 	l.Close()
 	refused := tel.clientset(t, &rest.Config{Host: closed, QPS: -1}).CoreV1().ConfigMaps("demo")
-	c1 := kubeclient.ServerStats()
+	c1 := kubeclient.ServerStats(tel.mp)
 	if _, err := refused.Get(ctx, "a", metav1.GetOptions{}); err == nil {
 		t.Fatal("a get from a closed port succeeded")
 	}
-	if c := kubeclient.ServerStats(); c.Unavailable <= c1.Unavailable || !c.LastUnavailable {
+	if c := kubeclient.ServerStats(tel.mp); c.Unavailable <= c1.Unavailable || !c.LastUnavailable {
 		t.Errorf("a refused connection not counted unavailable: %+v after %+v", c, c1)
 	}
 

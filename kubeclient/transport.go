@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 )
 
@@ -32,6 +33,7 @@ type transport struct {
 	propagators propagation.TextMapPropagator
 	duration    metric.Float64Histogram
 	watches     metric.Int64UpDownCounter
+	program     *program.State // the counts of the provider's program
 
 	// sets caches the metric's attribute sets by metricKey: building and
 	// sorting a set per request would cost more than the rest of the
@@ -107,7 +109,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	k.host, k.port = splitHostPort(req.URL)
 	object, write := singleObject(r.verb)
 	if object {
-		clientwork.ObjectBegin(write, start)
+		t.program.Server.ObjectBegin(write, start)
 	}
 
 	var span trace.Span
@@ -130,9 +132,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	k.errorType = errorType(err, k.code)
 	if object {
-		clientwork.ObjectEnd(write, start, d)
+		t.program.Server.ObjectEnd(write, start, d)
 	}
-	clientwork.RoundTripEnded(unavailable(err, k.code))
+	t.program.Server.RoundTripEnded(unavailable(err, k.code))
 	throttled := k.code == http.StatusTooManyRequests
 	retryAfter := throttled && resp.Header.Get("Retry-After") != ""
 	if w != nil {
@@ -144,7 +146,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if k.port > 0 {
 			attrs = append(attrs, otelconv.ServerPort(k.port))
 		}
-		resp.Body = openWatch(resp.Body, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}, asksBookmarks(req.URL.RawQuery))
+		resp.Body = openWatch(resp.Body, &t.program.Watches, t.watches, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}, asksBookmarks(req.URL.RawQuery))
 	}
 
 	if span != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otelqueue/otelqueue/internal/program"
 )
 
 // WatchStats are the process's watch streams of the Kubernetes API, those of
@@ -50,29 +52,21 @@ var staleAfter = defaultStaleAfter
 // not its request's.
 var bgCtx = context.Background()
 
-// watches are the process's counts: WatchStats.
-var watches struct {
-	opened, ended       atomic.Uint64
-	lastData, lastEnded atomic.Int64 // UnixNano; 0: never
-	open                sync.Map     // *watchBody: the streams not ended
-}
-
-// ReadWatchStats returns the process's watch streams now.
-func ReadWatchStats() WatchStats {
-	s := WatchStats{Opened: watches.opened.Load(), Ended: watches.ended.Load()}
-	watches.open.Range(func(k, _ any) bool {
-		if k.(*watchBody).stale.Load() {
-			s.Stale++
-		} else {
-			s.Open++
+// ReadWatchStats returns the watch streams now of the clients instrumented
+// with the MeterProvider mp (nil: the global one, the default of
+// Instrument): each program that instrumented its clients with a provider
+// of its own reads its own.
+func ReadWatchStats(mp metric.MeterProvider) WatchStats {
+	var s WatchStats
+	for _, st := range program.Sources(program.Of(mp)) {
+		c := st.Watches.Read()
+		s.Open, s.Stale, s.Opened, s.Ended = s.Open+c.Open, s.Stale+c.Stale, s.Opened+c.Opened, s.Ended+c.Ended
+		if c.LastData.After(s.LastData) {
+			s.LastData = c.LastData
 		}
-		return true
-	})
-	if ns := watches.lastData.Load(); ns != 0 {
-		s.LastData = time.Unix(0, ns)
-	}
-	if ns := watches.lastEnded.Load(); ns != 0 {
-		s.LastEnded = time.Unix(0, ns)
+		if c.LastEnded.After(s.LastEnded) {
+			s.LastEnded = c.LastEnded
+		}
 	}
 	return s
 }
@@ -90,6 +84,7 @@ func asksBookmarks(rawQuery string) bool {
 // data comes again (its timer).
 type watchBody struct {
 	io.ReadCloser
+	counts  *program.Watches
 	counter metric.Int64UpDownCounter
 	opts    []metric.AddOption
 
@@ -102,11 +97,10 @@ type watchBody struct {
 
 // openWatch counts a watch stream established and returns its body;
 // bookmarks says whether it asked for them (and so may go stale).
-func openWatch(body io.ReadCloser, counter metric.Int64UpDownCounter, opts []metric.AddOption, bookmarks bool) *watchBody {
-	b := &watchBody{ReadCloser: body, counter: counter, opts: opts}
-	watches.opened.Add(1)
+func openWatch(body io.ReadCloser, counts *program.Watches, counter metric.Int64UpDownCounter, opts []metric.AddOption, bookmarks bool) *watchBody {
+	b := &watchBody{ReadCloser: body, counts: counts, counter: counter, opts: opts}
+	counts.Opened()
 	counter.Add(bgCtx, 1, opts...)
-	watches.open.Store(b, struct{}{})
 	if bookmarks {
 		b.armed.Store(time.Now().UnixNano())
 		b.timer = time.AfterFunc(staleAfter, b.goStale)
@@ -118,7 +112,7 @@ func (b *watchBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		now := time.Now().UnixNano()
-		watches.lastData.Store(now)
+		b.counts.Data(now)
 		if b.timer != nil && (b.stale.Load() || now-b.armed.Load() > int64(time.Second)) {
 			// Re-armed at most once a second: a busy stream reads often.
 			b.armed.Store(now)
@@ -153,6 +147,7 @@ func (b *watchBody) goStale() {
 	// WatchStats sees it out of the counter too.
 	b.counter.Add(bgCtx, -1, b.opts...)
 	b.stale.Store(true)
+	b.counts.Stale(true)
 }
 
 // fresh counts a stale stream that carries data again as open.
@@ -164,6 +159,7 @@ func (b *watchBody) fresh() {
 	}
 	b.counter.Add(bgCtx, 1, b.opts...)
 	b.stale.Store(false)
+	b.counts.Stale(false)
 }
 
 // end counts the stream ended, once.
@@ -177,9 +173,7 @@ func (b *watchBody) end() {
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	watches.open.Delete(b)
-	watches.lastEnded.Store(time.Now().UnixNano())
-	watches.ended.Add(1)
+	b.counts.Ended(b.stale.Load())
 	if !b.stale.Load() {
 		b.counter.Add(bgCtx, -1, b.opts...)
 	}

@@ -86,7 +86,7 @@ func TestWatchStreams(t *testing.T) {
 	tel := newTelemetry(t)
 	cs := tel.clientset(t, &rest.Config{Host: srv.URL})
 	ctx := context.Background()
-	before := kubeclient.ReadWatchStats()
+	before := kubeclient.ReadWatchStats(tel.mp)
 
 	start := time.Now()
 	w, err := cs.CoreV1().ConfigMaps("demo").Watch(ctx, metav1.ListOptions{})
@@ -96,7 +96,7 @@ func TestWatchStreams(t *testing.T) {
 	if ev := <-w.ResultChan(); ev.Type != watch.Added {
 		t.Fatalf("first event: %+v", ev)
 	}
-	s := kubeclient.ReadWatchStats()
+	s := kubeclient.ReadWatchStats(tel.mp)
 	if s.Open != before.Open+1 || s.Opened != before.Opened+1 || s.LastData.Before(start) {
 		t.Errorf("a watch open with an event read: %+v (before %+v), want one more open and opened, data since %v", s, before, start)
 	}
@@ -108,8 +108,8 @@ func TestWatchStreams(t *testing.T) {
 	close(end)
 	for range w.ResultChan() {
 	}
-	testutil.WaitFor(t, "the stream counted ended", func() bool { return kubeclient.ReadWatchStats().Ended == before.Ended+1 })
-	if s := kubeclient.ReadWatchStats(); s.Open != before.Open || s.LastEnded.Before(start) {
+	testutil.WaitFor(t, "the stream counted ended", func() bool { return kubeclient.ReadWatchStats(tel.mp).Ended == before.Ended+1 })
+	if s := kubeclient.ReadWatchStats(tel.mp); s.Open != before.Open || s.LastEnded.Before(start) {
 		t.Errorf("after the server ended the stream: %+v, want %d open and an end since %v", s, before.Open, start)
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 0 {
@@ -126,8 +126,8 @@ func TestWatchStreams(t *testing.T) {
 	<-w.ResultChan()
 	w.Stop()
 	w.Stop()
-	testutil.WaitFor(t, "the stopped stream counted ended", func() bool { return kubeclient.ReadWatchStats().Ended == before.Ended+2 })
-	if s := kubeclient.ReadWatchStats(); s.Open != before.Open || s.Opened != before.Opened+2 {
+	testutil.WaitFor(t, "the stopped stream counted ended", func() bool { return kubeclient.ReadWatchStats(tel.mp).Ended == before.Ended+2 })
+	if s := kubeclient.ReadWatchStats(tel.mp); s.Open != before.Open || s.Opened != before.Opened+2 {
 		t.Errorf("after the client stopped it: %+v, want %d open, %d opened", s, before.Open, before.Opened+2)
 	}
 
@@ -135,7 +135,7 @@ func TestWatchStreams(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("denied").Watch(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("a denied watch: %v, want 403", err)
 	}
-	if s := kubeclient.ReadWatchStats(); s.Open != before.Open || s.Opened != before.Opened+2 {
+	if s := kubeclient.ReadWatchStats(tel.mp); s.Open != before.Open || s.Opened != before.Opened+2 {
 		t.Errorf("after a refused watch: %+v, want %d open, %d opened", s, before.Open, before.Opened+2)
 	}
 	if v, ok := watchesPoint(t, tel); !ok || v != 0 {
@@ -179,7 +179,7 @@ func TestWatchStale(t *testing.T) {
 	defer srv.Close()
 	tel := newTelemetry(t)
 	cs := tel.clientset(t, &rest.Config{Host: srv.URL})
-	before := kubeclient.ReadWatchStats()
+	before := kubeclient.ReadWatchStats(tel.mp)
 	w, err := cs.CoreV1().ConfigMaps("demo").Watch(context.Background(), metav1.ListOptions{AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestWatchStale(t *testing.T) {
 	}
 	<-silent.ResultChan()
 	testutil.WaitFor(t, "the silent watch with bookmarks to go stale", func() bool {
-		s := kubeclient.ReadWatchStats()
+		s := kubeclient.ReadWatchStats(tel.mp)
 		return s.Stale == before.Stale+1 && s.Open == before.Open+1
 	})
 	if v, _ := watchesPoint(t, tel); v != 1 {
@@ -199,17 +199,17 @@ func TestWatchStale(t *testing.T) {
 	}
 	send <- struct{}{}
 	<-w.ResultChan()
-	if s := kubeclient.ReadWatchStats(); s.Stale != before.Stale || s.Open != before.Open+2 {
+	if s := kubeclient.ReadWatchStats(tel.mp); s.Stale != before.Stale || s.Open != before.Open+2 {
 		t.Errorf("after an event: %+v, want both open again (before %+v)", s, before)
 	}
 	if v, _ := watchesPoint(t, tel); v != 2 {
 		t.Errorf("%s after an event: %d, want 2", semconv.MetricKubernetesClientWatches, v)
 	}
-	testutil.WaitFor(t, "stale again", func() bool { return kubeclient.ReadWatchStats().Stale == before.Stale+1 })
+	testutil.WaitFor(t, "stale again", func() bool { return kubeclient.ReadWatchStats(tel.mp).Stale == before.Stale+1 })
 	w.Stop()
 	silent.Stop()
-	testutil.WaitFor(t, "both ended", func() bool { return kubeclient.ReadWatchStats().Ended == before.Ended+2 })
-	if s := kubeclient.ReadWatchStats(); s.Stale != before.Stale || s.Open != before.Open {
+	testutil.WaitFor(t, "both ended", func() bool { return kubeclient.ReadWatchStats(tel.mp).Ended == before.Ended+2 })
+	if s := kubeclient.ReadWatchStats(tel.mp); s.Stale != before.Stale || s.Open != before.Open {
 		t.Errorf("after both ended: %+v, want as before %+v", s, before)
 	}
 	if v, _ := watchesPoint(t, tel); v != 0 {

@@ -1,16 +1,18 @@
 package otelqueue
 
 import (
-	"runtime"
-	"sync"
 	"sync/atomic"
-	"weak"
+	"time"
 
+	"github.com/otelqueue/otelqueue/internal/clientwork"
+	"github.com/otelqueue/otelqueue/internal/program"
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
 
@@ -20,8 +22,7 @@ import (
 // reported however the two calls are ordered, and two Runners of one queue
 // add up.
 //
-// It is kept in a map of weak pointers rather than in the scheduler, which
-// knows nothing of this package; the entry goes with the scheduler. The
+// The scheduler holds it as an opaque value; the
 // Instrumentation itself is installed as the scheduler's Observer, with a
 // compare-and-swap (Instrument).
 type binding struct {
@@ -44,25 +45,23 @@ type binding struct {
 	standby atomic.Pointer[standby]
 	// failures are the last failed attempts, for the Inspector.
 	failures failureLog
+	// program is the state shared by the instrumentations of the
+	// MeterProvider of the scheduler's last Instrumentation (its clients'
+	// API round trips), nil before one.
+	program atomic.Pointer[program.State]
 }
 
-// bindings maps weak pointers to schedulers (weak.Pointer[scheduler.Scheduler[K]],
-// for every K in use) to their *binding. A binding holds nothing that refers
-// to its scheduler, so the map does not keep schedulers alive; the entry is
-// deleted when its scheduler is collected.
-var bindings sync.Map
+// server reads the API round trips of b's program at now: none before an
+// Instrumentation.
+func (b *binding) server(now time.Time) bottleneck.APIServerCounters {
+	return clientwork.Server(now, b.program.Load())
+}
 
-// bindingOf returns the binding of s, created on first use.
+// bindingOf returns the binding of s, created on first use. The scheduler
+// holds it (internal/schedhooks.Hooks.Extension), and it goes with the
+// scheduler: it holds nothing that refers to it.
 func bindingOf[K comparable](s *scheduler.Scheduler[K]) *binding {
-	key := weak.Make(s)
-	if b, ok := bindings.Load(key); ok {
-		return b.(*binding)
-	}
-	b, loaded := bindings.LoadOrStore(key, new(binding))
-	if !loaded {
-		runtime.AddCleanup(s, func(key weak.Pointer[scheduler.Scheduler[K]]) { bindings.Delete(key) }, key)
-	}
-	return b.(*binding)
+	return schedhooks.Of(s).Extension(func() any { return new(binding) }).(*binding)
 }
 
 // runnerShare is one Runner's part of its binding's worker count, released

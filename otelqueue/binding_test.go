@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
@@ -29,10 +30,10 @@ func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 	testutil.NoOTelErrors(t)
 	mp := meterProvider(t, sdkmetric.NewManualReader())
 	const n = 50
-	queues := make([]*scheduler.Scheduler[string], 0, n) // alive until counted, then dead
+	queues := make([]weak.Pointer[scheduler.Scheduler[string]], 0, n)
 	for range n {
 		q := scheduler.New(scheduler.Config[string]{Name: queueName})
-		queues = append(queues, q)
+		queues = append(queues, weak.Make(q))
 		if _, err := otelqueue.NewRunner(q, 1, okReconcile); err != nil {
 			t.Fatal(err)
 		}
@@ -48,14 +49,14 @@ func TestBindingsDoNotKeepSchedulers(t *testing.T) {
 		}
 		q.ShutDown()
 	}
-	during := otelqueue.Bindings()
-	if during < n {
-		t.Fatalf("%d bindings with %d queues alive, want at least %d", during, n, n)
-	}
-	runtime.KeepAlive(queues)
-	testutil.WaitFor(t, "the bindings of the collected schedulers to go", func() bool {
+	testutil.WaitFor(t, "the instrumented schedulers, dropped, to be collected", func() bool {
 		runtime.GC()
-		return otelqueue.Bindings() <= during-n
+		for _, q := range queues {
+			if q.Value() != nil {
+				return false
+			}
+		}
+		return true
 	})
 }
 

@@ -1,18 +1,13 @@
 package otelqueue
 
 import (
+	"time"
+
 	"k8s.io/utils/clock"
 
+	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/procstat"
 )
-
-// Bindings returns the number of schedulers with a binding, for the test
-// that checks the bindings do not keep schedulers alive.
-func Bindings() int {
-	n := 0
-	bindings.Range(func(any, any) bool { n++; return true })
-	return n
-}
 
 // OutcomeCounts are a RunnerStats' counts by outcome, for test literals.
 type OutcomeCounts = [numOutcomes]uint64
@@ -26,9 +21,7 @@ func RunnerStatsOf(workers int, counts OutcomeCounts) RunnerStats {
 // Inspectables is the number of Instrumentations an Inspector may show,
 // those of dropped schedulers not yet pruned included.
 func Inspectables() int {
-	inspectables.mu.Lock()
-	defer inspectables.mu.Unlock()
-	return len(inspectables.list)
+	return len(live())
 }
 
 // SetSizerClock makes s read c's time instead of the real clock's: its
@@ -68,3 +61,10 @@ const (
 	DefaultAdaptiveInterval = defaultAdaptiveInterval
 	DefaultWaitObjective    = defaultWaitObjective
 )
+
+// APIServerOf returns the API round trips inst's queue reads (its adaptive
+// pool, Sizer and Inspector): those of the clients instrumented with its
+// MeterProvider.
+func APIServerOf(inst *Instrumentation) bottleneck.APIServerCounters {
+	return inst.b.server(time.Now())
+}

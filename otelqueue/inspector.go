@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -97,13 +98,6 @@ type inspected struct {
 	maxInFlight int
 }
 
-// inspectables are the live Instrumentations of the process, in the order
-// they were made.
-var inspectables struct {
-	mu   sync.Mutex
-	list []*inspectable
-}
-
 // registerInspectable adds the Instrumentation of s to what Inspectors
 // show, and returns the function that removes it. The scheduler is held by
 // a weak pointer: a scheduler dropped without Stop is not kept alive.
@@ -138,26 +132,30 @@ func registerInspectable[K comparable](s *scheduler.Scheduler[K], sb *standby, b
 		}
 		return inspected{raw: out, stats: st, maxInFlight: s.MaxInFlight()}, true
 	}
-	inspectables.mu.Lock()
-	inspectables.list = append(inspectables.list, in)
-	inspectables.mu.Unlock()
-	return in, func() {
-		inspectables.mu.Lock()
-		defer inspectables.mu.Unlock()
-		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return x == in })
+	return in, program.Register(in)
+}
+
+// live returns the process's live inspectables (internal/program's list),
+// in the order they were made.
+func live() []*inspectable {
+	var list []*inspectable
+	for _, x := range program.Live() {
+		if in, ok := x.(*inspectable); ok {
+			list = append(list, in)
+		}
 	}
+	return list
 }
 
 // shown returns the queues the Inspector shows: its Instrumentations not
 // stopped, or every one of the process.
 func (i *Inspector) shown() []*inspectable {
-	inspectables.mu.Lock()
-	defer inspectables.mu.Unlock()
+	all := live()
 	if i == nil || i.Instrumentations == nil {
-		return slices.Clone(inspectables.list)
+		return all
 	}
 	var list []*inspectable
-	for _, in := range inspectables.list {
+	for _, in := range all {
 		if slices.ContainsFunc(i.Instrumentations, func(inst *Instrumentation) bool { return inst != nil && inst.inspectable == in }) {
 			list = append(list, in)
 		}
@@ -245,9 +243,11 @@ func (i *Inspector) Page() inspect.Page {
 		page.Queues = append(page.Queues, q)
 	}
 	if len(gone) > 0 {
-		inspectables.mu.Lock()
-		inspectables.list = slices.DeleteFunc(inspectables.list, func(x *inspectable) bool { return slices.Contains(gone, x) })
-		inspectables.mu.Unlock()
+		xs := make([]any, len(gone))
+		for j, in := range gone {
+			xs[j] = in
+		}
+		program.Remove(xs...)
 	}
 	i.forget(list, gone)
 	slices.SortStableFunc(page.Queues, func(a, b inspect.Queue) int { return cmp.Compare(a.Name, b.Name) })

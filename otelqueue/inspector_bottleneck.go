@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/otelqueue/otelqueue/inspect"
+	"github.com/otelqueue/otelqueue/internal/program"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
-	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -43,11 +43,12 @@ type look struct {
 }
 
 // processReading is what an Inspector's look reads once for every queue
-// on the real clock: the process's CPU and API round trips.
+// on the real clock: the process's CPU, and the API round trips of each
+// program (MeterProvider) of the queues.
 type processReading struct {
 	read   bool
 	cpu    procstat.Sample
-	server bottleneck.APIServerCounters
+	server map[*program.State]bottleneck.APIServerCounters
 }
 
 // reading returns the queue's reading at its inspection: st read at at,
@@ -61,9 +62,15 @@ func (in *inspectable) reading(at time.Time, st scheduler.Stats, proc *processRe
 		if !proc.read {
 			proc.read = true
 			proc.cpu = (*procstat.Reader)(nil).Read()
-			proc.server = clientwork.ReadServer(time.Now())
+			proc.server = map[*program.State]bottleneck.APIServerCounters{}
 		}
-		r.cpu, r.server, r.cpuKnown = proc.cpu, proc.server, true
+		st := in.b.program.Load()
+		server, ok := proc.server[st]
+		if !ok {
+			server = in.b.server(time.Now())
+			proc.server[st] = server
+		}
+		r.cpu, r.server, r.cpuKnown = proc.cpu, server, true
 	}
 	return r
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -61,6 +62,7 @@ func Instrument[K comparable](s *scheduler.Scheduler[K], opts ...Option) (*Instr
 		return nil, err
 	}
 	b := bindingOf(s)
+	b.program.Store(program.Of(c.meterProvider))
 	p, err := adaptivePool(s, b, &c)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
-	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/internal/schedhooks"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
@@ -118,7 +117,7 @@ func newPool[K comparable](s *scheduler.Scheduler[K], b *binding, a AdaptiveWork
 		ctl: newController(lo, hi, start, a.WaitObjective, a.Interval),
 	}
 	if _, real := clk.(clock.RealClock); real {
-		p.readCPU, p.readServer = p.reader.Read, clientwork.ReadServer
+		p.readCPU, p.readServer = p.reader.Read, b.server
 	}
 	p.limit.Store(int64(start))
 	p.stats = inspect.Pool{Limit: start, Min: lo, Max: hi}

@@ -13,6 +13,7 @@ import (
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/clientwork"
 	"github.com/otelqueue/otelqueue/internal/objsize"
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
 )
@@ -299,7 +300,7 @@ func (s *Sizer) readLocked() sizerReading {
 		r.cpu = s.reader.Read()
 	}
 	r.cpu.SchedLatency = procstat.SchedHistogram{} // not kept: the spans need none
-	r.server = clientwork.ReadServer(time.Now())
+	r.server = s.server(time.Now())
 	gone := false
 	for _, q := range s.queues {
 		if qr, ok := q.reading(at); ok {
@@ -314,6 +315,16 @@ func (s *Sizer) readLocked() sizerReading {
 	}
 	r.objects, r.objectBytes = countObjects(s.Caches)
 	return r
+}
+
+// server reads the API round trips of the programs of the Sizer's queues
+// (their MeterProviders'): each program once, summed.
+func (s *Sizer) server(now time.Time) bottleneck.APIServerCounters {
+	sts := make([]*program.State, 0, len(s.queues))
+	for _, q := range s.queues {
+		sts = append(sts, q.b.program.Load())
+	}
+	return clientwork.Server(now, sts...)
 }
 
 // spanLocked returns the span that ends at reading r: from the last

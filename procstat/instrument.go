@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/otelqueue/otelqueue/internal/program"
 	"github.com/otelqueue/otelqueue/internal/semconv"
 
 	"go.opentelemetry.io/otel"
@@ -24,16 +25,10 @@ var ErrInstrumented = errors.New("procstat: the MeterProvider has a live Instrum
 // Instrumentation is the OpenTelemetry instrumentation of the process made
 // by Instrument. Stop removes it.
 type Instrumentation struct {
-	key      any // of live, nil when the provider cannot be a map key
+	program  *program.State // whose live one it is; nil when the provider is a value
 	reg      metric.Registration
 	stopOnce sync.Once
 }
-
-// live holds the live Instrumentation of each MeterProvider.
-var live = struct {
-	sync.Mutex
-	m map[any]*Instrumentation
-}{m: map[any]*Instrumentation{}}
 
 var (
 	userMode   = metric.WithAttributeSet(attribute.NewSet(semconv.AttrCPUMode.String("user")))
@@ -60,18 +55,14 @@ func Instrument(opts ...Option) (*Instrumentation, error) {
 	// Providers are told apart by identity: a pointer (the SDK's). A value
 	// (noop.MeterProvider{}, which records nothing) equals every other of
 	// its type, and may not be comparable at all: it goes unchecked.
+	// The global provider, before and after otel.SetMeterProvider, is one.
 	if v := reflect.ValueOf(c.meterProvider); v.Kind() == reflect.Pointer {
-		inst.key = c.meterProvider
-	}
-	live.Lock()
-	defer live.Unlock()
-	if inst.key != nil && live.m[inst.key] != nil {
-		return nil, fmt.Errorf("%w (%T): Stop it before instrumenting the provider again", ErrInstrumented, c.meterProvider)
+		inst.program = program.Of(c.meterProvider)
+		if !inst.program.Claim(inst) {
+			return nil, fmt.Errorf("%w (%T): Stop it before instrumenting the provider again", ErrInstrumented, c.meterProvider)
+		}
 	}
 	inst.reg = register(&c)
-	if inst.key != nil {
-		live.m[inst.key] = inst
-	}
 	return inst, nil
 }
 
@@ -88,12 +79,8 @@ func (i *Instrumentation) Stop() error {
 		if i.reg != nil {
 			err = i.reg.Unregister()
 		}
-		if i.key != nil {
-			live.Lock()
-			if live.m[i.key] == i {
-				delete(live.m, i.key)
-			}
-			live.Unlock()
+		if i.program != nil {
+			i.program.Release(i)
 		}
 	})
 	return err

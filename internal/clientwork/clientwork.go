@@ -8,8 +8,12 @@ package clientwork
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/program"
 )
 
 // Work is where one attempt's time went in instrumented clients. Its methods
@@ -109,4 +113,33 @@ func FromContext(ctx context.Context) *Work {
 	}
 	w, _ := ctx.Value(key{}).(*Work)
 	return w
+}
+
+// Server returns the API round trips at now of the programs of sts (each
+// read with its program.Sources, each State once), summed; none for no
+// State.
+func Server(now time.Time, sts ...*program.State) bottleneck.APIServerCounters {
+	var sum bottleneck.APIServerCounters
+	seen := make([]*program.State, 0, 2)
+	for _, st := range sts {
+		if st == nil {
+			continue
+		}
+		for _, src := range program.Sources(st) {
+			if slices.Contains(seen, src) {
+				continue
+			}
+			seen = append(seen, src)
+			c := src.Server.Read(now)
+			sum.Requests += c.Requests
+			sum.Unavailable += c.Unavailable
+			sum.LastUnavailable = sum.LastUnavailable || c.LastUnavailable
+			sum.Reads, sum.Writes = add(sum.Reads, c.Reads), add(sum.Writes, c.Writes)
+		}
+	}
+	return sum
+}
+
+func add(a bottleneck.ObjectRoundTrips, b program.ObjectTrips) bottleneck.ObjectRoundTrips {
+	return bottleneck.ObjectRoundTrips{Ended: a.Ended + b.Ended, Time: a.Time + b.Time, InFlight: a.InFlight + b.InFlight, EndedTime: a.EndedTime + b.EndedTime}
 }

@@ -228,7 +228,7 @@ func emitEverything(t *testing.T, mp *sdkmetric.MeterProvider, tp *sdktrace.Trac
 		}
 	}
 	w.Stop()
-	testutil.WaitFor(t, "the watch to end", func() bool { return kubeclient.ReadWatchStats().Open == 0 })
+	testutil.WaitFor(t, "the watch to end", func() bool { return kubeclient.ReadWatchStats(mp).Open == 0 })
 	collect()
 }
 

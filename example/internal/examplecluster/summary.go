@@ -70,7 +70,7 @@ type Window struct {
 	// is, zero for a fixed count: the recommendation then speaks of the
 	// pool rather than of -workers.
 	Adaptive AdaptiveRange
-	// Watches are the process's watch streams at the end
+	// Watches are the program's watch streams at the end
 	// (kubeclient.ReadWatchStats), At the end's time; nil: unknown.
 	Watches *kubeclient.WatchStats
 	At      time.Time
@@ -436,7 +436,7 @@ type Reading struct {
 	Workload   WorkloadStats
 	Limiter    LimiterStats
 	Client     otelqueue.ClientStats
-	// Server is how the API server answered the process's instrumented
+	// Server is how the API server answered the program's instrumented
 	// clients (kubeclient.ServerStats), Watches their watch streams
 	// (kubeclient.ReadWatchStats), read with Client.
 	Server  bottleneck.APIServerCounters
@@ -457,8 +457,10 @@ func (m *Meter) Read(q scheduler.Stats) Reading {
 	}
 	if m.Client != nil {
 		r.Client = m.Client()
-		r.Server = kubeclient.ServerStats()
-		r.Watches = kubeclient.ReadWatchStats()
+		// nil: the global MeterProvider's clients, as the examples
+		// instrument theirs.
+		r.Server = kubeclient.ServerStats(nil)
+		r.Watches = kubeclient.ReadWatchStats(nil)
 	}
 	if m.Errors != nil {
 		r.Errors = m.Errors()
