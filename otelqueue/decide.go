@@ -29,6 +29,12 @@ const (
 	// serve when the excess (busy workers minus the throughput times the
 	// no-load work time) is over this share of the latter (and over 1).
 	excessShare = 0.25
+	// minExcess is the least excess (in reconciles) that is a limit: at
+	// small counts excessShare of the usable count is under one
+	// reconcile, and one more than a downstream of two serves (an excess
+	// of 1, the work 1.5 times slower) must count; the estimate's noise
+	// over minSample reconciles is well under a quarter of one.
+	minExcess = 0.75
 	// ceilingHeadroom is the ceiling over the downstream's usable count.
 	ceilingHeadroom = 1.1
 	// shrinkWindowIntervals: a shrink for low utilization goes to the
@@ -42,8 +48,19 @@ const (
 	// this share of the limit to shrink, but to Min (the band between it
 	// and 1 is the hysteresis against a load that drifts).
 	shrinkShare = 0.6
+	// surgeChecks is how many times an interval the pool checks for a
+	// surge of plain demand (controller.surge) between two decisions: a
+	// surge's keys wait a fifth of an interval for the workers they need.
+	surgeChecks = 5
 	// probeStep is the step of a probe above the ceiling.
 	probeStep = 1.5
+	// pressureHold (intervals): a ceiling whose signs cannot say its limit
+	// lifted is probed, while keys wait over the objective, pressureHold
+	// intervals after the last change. Half as many again running
+	// (probeStep) for the two intervals of a probe in eight keeps the mean
+	// within an eighth of the ceiling, and a limit that lifted is found
+	// within eight intervals (40 s at the default interval).
+	pressureHold = 6
 	// waitUtilization is the utilization from which a wait above the
 	// objective makes the pool grow.
 	waitUtilization = 0.8
@@ -56,13 +73,14 @@ const (
 	// weighted mean: the lowest of raw windows would be biased low by
 	// their noise).
 	baseSmoothing = 0.3
-	// goneShare, goneGradient: at the ceiling, the signs of a downstream
-	// limit are gone when the limiter and Retry-After waits are each under
-	// goneShare of the work time and the base work time is within
-	// goneGradient of the no-load one.
-	goneShare    = 0.03
-	goneGradient = 1.06
-	goneWindows  = 2
+	// goneShare: at the ceiling, the signs of a measured limit are gone
+	// when the limiter and Retry-After waits are each under goneShare of
+	// the work time (and the CPU's when its class is gone), goneWindows
+	// windows in a row. A latency limit's are never seen there (the work
+	// time over the no-load one, which is the lowest seen and biased low
+	// by its noise, says nothing at the ceiling): it is probed.
+	goneShare   = 0.03
+	goneWindows = 2
 	// growBand: the demand's count must exceed the limit by this share
 	// (and at least 1) to grow; with the shrink window, the band keeps the
 	// staffing estimate's noise from moving the limit.
@@ -215,8 +233,13 @@ type controller struct {
 	ceiling        int  // 0: none
 	ceilingSeen    bool // the signs of the limit were seen at the ceiling
 	goneRun        int  // consecutive windows at the ceiling without the signs of its limit
-	ceilingUntil   time.Time
-	hold           time.Duration
+	// goneProbe: the last probe was for the signs gone; goneFailed: such a
+	// probe found the limit still there (signs that come and go at the
+	// ceiling): the next probe waits for the hold.
+	goneProbe, goneFailed bool
+	ceilingUntil          time.Time
+	hold                  time.Duration
+	ceilingBy             poolReason // the class of the limit the ceiling is for
 	// last is the state the last change left the rule in.
 	last       move
 	probeFound probeFinding  // while probing: the first window that found the limit
@@ -567,7 +590,7 @@ func (c *controller) assess(f *figures, now time.Time) assessment {
 	// nothing of what it serves. A probe is judged on every window since
 	// it, not on the last only (probeFound).
 	excess := f.concurrency - a.usable
-	a.limited = f.sample && excess > max(1, excessShare*a.usable) && f.backlog
+	a.limited = f.sample && excess >= max(minExcess, excessShare*a.usable) && f.backlog
 	if a.limited {
 		c.limitedRun++
 		if c.last == probing && !c.probeFound.limited {
@@ -607,17 +630,55 @@ func (c *controller) assess(f *figures, now time.Time) assessment {
 }
 
 // watchCeiling counts the windows in a row at the ceiling without the
-// signs of its limit (goneRun), and notes when the signs are seen there.
+// signs of its limit (goneRun), and notes when the signs are seen there:
+// the waits of a measured limit (the client's limiter, Retry-After) or the
+// CPU's. A latency limit's signs at its ceiling (a work time a little over
+// the no-load one, which is the lowest seen and so biased low) are no
+// sighting: such a limit is probed instead (grow).
 func (c *controller) watchCeiling(f *figures) {
-	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare && float64(f.base) <= goneGradient*float64(c.noLoad)
+	gone := f.sample && !f.cpuBound() && f.limiter < goneShare && f.retryAfter < goneShare
 	switch {
 	case c.ceiling == 0 || c.limit < c.ceiling || !f.sample:
 		c.goneRun = 0
 	case gone:
 		c.goneRun++
 	default:
-		c.ceilingSeen, c.goneRun = true, 0
+		c.goneRun = 0
+		c.ceilingSeen = c.ceilingSeen || c.ceilingBy != reasonLatencyGradient
 	}
+}
+
+// surge returns, for a window shorter than the interval, a grow to the
+// demand's count (of the keys taken and waiting) when the demand is plain
+// and over the limit by the grow band: keys waiting, a sample of reconciles, no ceiling or verdict
+// pending, no class that forbids more workers, and the work no slower than
+// its no-load time (no sign of a downstream limit). It changes nothing
+// otherwise: the window goes on to its decision.
+func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
+	// The keys the workers took, over the window so far, are its
+	// arrivals, and the keys waiting the backlog to clear within the
+	// drain horizon: the depth's growth over a fraction of an interval is
+	// no rate (an initial list added at once would read as thousands a
+	// second). While the workers are all busy, what they took is less than
+	// what came: each check grows again, about doubling a second.
+	short := *w
+	short.depthBefore = short.depth
+	f := c.figures(&short)
+	if f.sample {
+		// Its demand is the shrink window's too: a shrink must not forget
+		// the surge that the next decision's window no longer shows.
+		c.peakNeeded(now, f.needed)
+	}
+	L := c.limit
+	slower := c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
+	if !f.sample || !f.backlog || slower || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
+		return decision{}, f, false
+	}
+	target := withMargin(f.needed)
+	if f.needed <= L+max(1, int(math.Ceil(growBand*float64(L)))) || target < L+minStep {
+		return decision{}, f, false
+	}
+	return c.change(min(target, c.hi), reasonDemand, stepGrow, now, "surge: "+c.demandDetail(&f)), f, true
 }
 
 // tooSoon says whether the window comes too soon after the last change to
@@ -697,20 +758,26 @@ func (c *controller) judgeProbe(f *figures, _ *assessment, now time.Time) (decis
 	found := c.probeFound
 	c.probeFound = probeFinding{}
 	if !found.limited {
-		c.ceiling, c.hold = 0, initialHold
+		c.ceiling, c.hold, c.goneFailed = 0, initialHold, false
 		return decision{}, next
 	}
+	c.goneFailed = c.goneProbe
 	f.class = found.class
 	c.ceiling = c.ceilingFor(found.usable)
 	// The CPU's signs (its utilization) show at any count, the ceiling's
 	// too: they need no sighting there to be missed.
 	c.ceilingSeen = found.reason == reasonCPU
-	c.hold = min(holdGrowth*c.hold, maxHold)
-	c.ceilingUntil = now.Add(c.hold)
 	class := found.reason
 	if class == "" {
 		class = c.limitClass(f)
 	}
+	if class != reasonLatencyGradient {
+		// A latency limit's hold does not grow: at its ceiling it leaves
+		// no sign that could say it lifted, a probe is the only way to
+		// see it.
+		c.hold = min(holdGrowth*c.hold, maxHold)
+	}
+	c.ceilingUntil, c.ceilingBy = now.Add(c.hold), class
 	return c.change(max(c.ceiling, c.lo), class, stepProbeFound, now,
 		fmt.Sprintf("probe found the limit still there: %s; ceiling %d held %v", c.excessDetail(f, found.usable), c.ceiling, c.hold)), changed
 }
@@ -740,13 +807,13 @@ func (c *controller) toDownstream(f *figures, a *assessment, now time.Time) (dec
 	if !a.limited || c.limitedRun < limitedWindows {
 		return decision{}, next
 	}
-	c.ceiling = c.ceilingFor(a.usable)
+	c.ceiling, c.goneFailed = c.ceilingFor(a.usable), false
 	c.ceilingSeen = a.reason == reasonCPU
-	c.ceilingUntil = now.Add(c.hold)
 	class := a.reason
 	if class == "" {
 		class = c.limitClass(f)
 	}
+	c.ceilingUntil, c.ceilingBy = now.Add(c.hold), class
 	L := c.limit
 	to := max(c.ceiling, c.lo)
 	if class != reasonClientRateLimit && class != reasonServerThrottling {
@@ -773,14 +840,24 @@ func (c *controller) grow(f *figures, a *assessment, now time.Time) (decision, v
 		return decision{}, next
 	}
 	if c.ceiling > 0 && L >= c.ceiling {
-		gone := c.ceilingSeen && c.goneRun >= goneWindows
-		if !now.After(c.ceilingUntil) && !gone {
+		gone := c.ceilingSeen && c.goneRun >= goneWindows && !c.goneFailed
+		// A limit whose signs at the ceiling cannot say it lifted (a
+		// latency limit's are never seen there; a measured one's may not
+		// be, at its edge, or come and go) is probed every pressureHold
+		// while keys wait over the objective, since what a limit that
+		// lifted costs them is worth more than the probe.
+		until := c.ceilingUntil
+		if t := c.lastChange.Add(pressureHold * c.interval); (!c.ceilingSeen || c.goneFailed) && f.wait > c.objective && t.Before(until) {
+			until = t
+		}
+		if !now.After(until) && !gone {
 			return decision{}, unchanged
 		}
 		target := max(L+1, int(math.Ceil(probeStep*float64(L))))
 		if gone {
 			target = max(target, withMargin(f.needed))
 		}
+		c.goneProbe = gone
 		return c.change(min(target, c.hi), reasonProbe, stepProbe, now,
 			fmt.Sprintf("at the ceiling %d, %s; %s", c.ceiling, probeWhy(gone), c.demandDetail(f))), changed
 	}

@@ -51,8 +51,11 @@ type pool struct {
 	// (attach's reading of the clock): a difference of two readings, which
 	// a real clock measures on its monotonic clock, so that a wall clock
 	// set back does not stop the decisions (comparing UnixNano would).
-	next  atomic.Int64
-	start time.Time
+	next atomic.Int64
+	// surgeNext is the time of the next check for a surge between two
+	// evaluations (surgeCheck), as next.
+	surgeNext atomic.Int64
+	start     time.Time
 
 	// fallback is the count to run while the queue is not instrumented (a
 	// Runner's worker count: its pool cannot see the load then); 0 for a
@@ -68,6 +71,7 @@ type pool struct {
 	blind    bool // the queue was not instrumented at the last evaluation
 	ctl      *controller
 	prev     snapshot
+	checked  snapshot // the last surge check's, for the next one's window
 	stats    inspect.Pool
 	changes  map[poolReason]uint64 // by reason
 	recent   decisionLog           // the last decisions, for the Inspector
@@ -281,7 +285,10 @@ func (p *pool) since(now time.Time) int64 { return int64(now.Sub(p.start)) }
 // and applies the change if any; span, if recording, is the attempt whose
 // end called it, and gets an event for a change.
 func (p *pool) evaluate(now time.Time, span trace.Span) {
-	if p.since(now) < p.next.Load() {
+	if since := p.since(now); since < p.next.Load() {
+		if since >= p.surgeNext.Load() {
+			p.checkSurge(now, span)
+		}
 		return
 	}
 	p.mu.Lock()
@@ -291,6 +298,7 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 		return
 	}
 	p.next.Store(since + int64(p.interval))
+	p.surgeNext.Store(since + int64(p.interval/surgeChecks))
 	if p.detached {
 		return
 	}
@@ -323,6 +331,39 @@ func (p *pool) evaluate(now time.Time, span trace.Span) {
 	if !ok {
 		return
 	}
+	p.record(d, &f, now, span)
+}
+
+// checkSurge grows the pool, between two evaluations, for a surge of plain
+// demand (controller.surge) on the window since the last check or
+// decision: at most every interval/surgeChecks, on the attempts' ends, so
+// that the keys of a surge wait a fraction of an interval for the workers
+// they need, not a whole one. The decision's window goes on unless it
+// decides.
+func (p *pool) checkSurge(now time.Time, span trace.Span) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	since := p.since(now)
+	if since < p.surgeNext.Load() || since >= p.next.Load() {
+		return
+	}
+	p.surgeNext.Store(since + int64(p.interval/surgeChecks))
+	if p.detached || p.blind || p.b.client.Load() == nil || p.b.standby.Load().isStandby() {
+		return
+	}
+	cur := p.snapshot(now)
+	from := &p.prev
+	if p.checked.at.After(from.at) {
+		from = &p.checked
+	}
+	w := p.window(from, &cur)
+	p.checked = cur
+	d, f, ok := p.ctl.surge(&w, now)
+	if !ok {
+		return
+	}
+	p.prev = cur
+	p.next.Store(since + int64(p.interval))
 	p.record(d, &f, now, span)
 }
 

@@ -71,6 +71,11 @@ type simPhase struct {
 	// usable is the count the downstream can use, for the workers target:
 	// knee, or qps × the no-load work time.
 	usable float64
+	// probeEvery: the pool may probe the limit once per probeEvery once
+	// settled, each probe and its revert two changes of direction (a limit
+	// that leaves no sign at its ceiling is probed on purpose); 0: one
+	// probe at most.
+	probeEvery time.Duration
 }
 
 // simWorkModel is the work time of a reconcile: uniform within ±50% of
