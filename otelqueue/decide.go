@@ -650,9 +650,11 @@ func (c *controller) watchCeiling(f *figures) {
 
 // surge returns, for a window shorter than the interval, a grow to the
 // demand's count (of the keys taken and waiting) when the demand is plain
-// and over the limit by the grow band: keys waiting, a sample of reconciles, no ceiling or verdict
-// pending, no class that forbids more workers, and the work no slower than
-// its no-load time (no sign of a downstream limit). It changes nothing
+// and over the limit by the grow band: keys waiting, a sample of
+// reconciles, no ceiling or verdict pending, no shrink within
+// changeIntervals, no class that forbids more workers, and the work no
+// slower than its no-load time (no sign of a downstream limit). It records
+// the window's demand for the shrink window and changes nothing else
 // otherwise: the window goes on to its decision.
 func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
 	// The keys the workers took, over the window so far, are its
@@ -671,7 +673,9 @@ func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
 	}
 	L := c.limit
 	slower := c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
-	if !f.sample || !f.backlog || slower || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
+	// As in decide: a grow after a shrink waits out changeIntervals.
+	afterShrink := c.last == shrinking && now.Sub(c.lastChange) < changeIntervals*c.interval
+	if !f.sample || !f.backlog || slower || afterShrink || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
 		return decision{}, f, false
 	}
 	target := withMargin(f.needed)
