@@ -13,9 +13,9 @@ import (
 	"github.com/otelqueue/otelqueue/internal/program"
 )
 
-// WatchStats are the process's watch streams of the Kubernetes API, those of
-// every client built from an instrumented config (the informers' above
-// all): what tells a controller that cannot see changes from an idle one.
+// WatchStats are the watch streams of the Kubernetes API of the clients
+// built from configs instrumented with one MeterProvider (ReadWatchStats;
+// the informers' above all): what tells a controller that cannot see changes from an idle one.
 // An idle controller's informers hold their watches open, and the API
 // server sends bookmarks on them (about every minute to a watch that asks
 // for them, as informers do); a blind one has none open while its

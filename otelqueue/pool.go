@@ -41,8 +41,8 @@ type pool struct {
 	// are not of the process's time).
 	readCPU func() procstat.Sample
 	reader  procstat.Reader
-	// readServer reads the process's counts of API round trips
-	// (kubeclient.ServerStats); nil as readCPU.
+	// readServer reads the counts of API round trips of the queue's program (its
+	// MeterProvider's, kubeclient.ServerStats); nil as readCPU.
 	readServer func(time.Time) bottleneck.APIServerCounters
 
 	sig   signals
