@@ -27,7 +27,8 @@ type queueReading struct {
 	q       scheduler.Stats
 	client  ClientStats
 	workers int // the worker count then (a Sizer's readings), 0: unknown
-	// server is the process's API round trips, cpu its CPU; read only for
+	// server is the API round trips of the queue's program (its
+	// MeterProvider's clients), cpu the process's CPU; read only for
 	// a queue on the real clock (cpuKnown), whose windows are the
 	// process's time.
 	server   bottleneck.APIServerCounters

@@ -10,9 +10,11 @@
 // each with its own provider, see each other's figures nowhere. The
 // instrumentations made with the global provider (no WithMeterProvider,
 // or OpenTelemetry's global delegate) share one State, the default; a
-// reader of the provider that is global reads it too (Sources). This is otelqueue's one process-wide registry; package
-// otelqueue's list of live instrumentations, which Inspectors show by
-// default, is in it too.
+// reader of the provider that is global reads it too (Sources).
+//
+// This is otelqueue's one process-wide registry; package otelqueue's list
+// of live instrumentations, which Inspectors show by default, is in it
+// too.
 package program
 
 import (
