@@ -27,7 +27,7 @@ const (
 	maxWindowIntervals = 6
 	// excessShare: more reconciles run at once than the downstream can
 	// serve when the excess (busy workers minus the throughput times the
-	// no-load work time) is over this share of the latter (and over 1).
+	// no-load work time) is at least this share of the latter (and minExcess).
 	excessShare = 0.25
 	// minExcess is the least excess (in reconciles) that is a limit: at
 	// small counts excessShare of the usable count is under one
