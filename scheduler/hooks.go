@@ -4,7 +4,8 @@ import "github.com/otelqueue/otelqueue/internal/schedhooks"
 
 // The hooks package otelqueue reaches through internal/schedhooks: what
 // code that works beside the queue needs (its clock, its shutdown, a
-// compare-and-swap of its Observer), kept out of the Scheduler's API.
+// compare-and-swap of its Observer, a value of otelqueue's kept with it),
+// kept out of the Scheduler's API.
 func init() { schedhooks.Register(hooksOf) }
 
 // hooked is every *Scheduler[K], whatever K.

@@ -1,7 +1,8 @@
 // Package schedhooks is the bridge through which package otelqueue reaches
 // the parts of a scheduler.Scheduler that exist only for it: the clock the
-// queue reads, the channel closed when it shuts down, and the
-// compare-and-swap of its Observer. They are no API of the scheduler's, so
+// queue reads, the channel closed when it shuts down, the
+// compare-and-swap of its Observer, and the value package otelqueue keeps
+// in it (Extension). They are no API of the scheduler's, so
 // that its users do not see them; package scheduler registers, in an init,
 // the function Of calls. Only package otelqueue uses this package.
 //
