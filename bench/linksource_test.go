@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
@@ -89,7 +90,7 @@ func startObjectSource(tb testing.TB, opts cache.Options) (otelqueue.LinkSource[
 			tb.Fatal(err)
 		}
 	}
-	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, fakecluster.CacheOptions(cs, opts))
+	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, fakecluster.ManagerOptions(cs, manager.Options{Cache: opts}).Cache)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -338,7 +338,7 @@ func objectLinkSourceCacheNotRunning(t *testing.T, opts cache.Options) {
 		<-release
 		return false, nil, nil
 	})
-	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, fakecluster.CacheOptions(cs, opts))
+	c, err := cache.New(&rest.Config{Host: "http://127.0.0.1:1"}, fakecluster.ManagerOptions(cs, manager.Options{Cache: opts}).Cache)
 	if err != nil {
 		t.Fatal(err)
 	}

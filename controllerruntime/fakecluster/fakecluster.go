@@ -36,11 +36,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// Mapper returns a static RESTMapper for the types of client-go's scheme,
+// staticMapper returns a static RESTMapper for the types of client-go's scheme,
 // which needs no discovery (so no API server): one meta.DefaultRESTMapper
 // with the scopes of apimachinery's testrestmapper, whose lookups are
 // cheaper than that mapper's search through one mapper per group.
-func Mapper() meta.RESTMapper {
+func staticMapper() meta.RESTMapper {
 	scheme := clientgoscheme.Scheme
 	scopes := testrestmapper.TestOnlyStaticRESTMapper(scheme)
 	m := meta.NewDefaultRESTMapper(scheme.PrioritizedVersionsAllGroups())
@@ -54,25 +54,25 @@ func Mapper() meta.RESTMapper {
 	return m
 }
 
-// ManagerOptions returns opts with its REST mapper set to Mapper and its
-// cache's informers served by cs (see CacheOptions). Pass the result to
+// ManagerOptions returns opts with a static REST mapper for the types of
+// client-go's scheme (no discovery) and its cache's informers served by cs;
+// the result's Cache alone serves cache.New the same way. Pass the result to
 // manager.New with a rest.Config that is never dialled, such as
 // &rest.Config{Host: "http://127.0.0.1:1"}.
 func ManagerOptions(cs kubernetes.Interface, opts manager.Options) manager.Options {
-	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return Mapper(), nil }
-	opts.Cache = CacheOptions(cs, opts.Cache)
+	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return staticMapper(), nil }
+	opts.Cache = cacheOptions(cs, opts.Cache)
 	return opts
 }
 
-// CacheOptions returns opts whose informers list and watch cs, for
-// cache.New or manager.Options.Cache. It sets the scheme (client-go's) and
-// the mapper (Mapper) when opts has none.
-func CacheOptions(cs kubernetes.Interface, opts cache.Options) cache.Options {
+// cacheOptions returns opts whose informers list and watch cs. It sets
+// the scheme (client-go's) and the mapper (staticMapper) when opts has none.
+func cacheOptions(cs kubernetes.Interface, opts cache.Options) cache.Options {
 	if opts.Scheme == nil {
 		opts.Scheme = clientgoscheme.Scheme
 	}
 	if opts.Mapper == nil {
-		opts.Mapper = Mapper()
+		opts.Mapper = staticMapper()
 	}
 	scheme, mapper := opts.Scheme, opts.Mapper
 	factory := informers.NewSharedInformerFactory(cs, 0)
