@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -333,5 +336,55 @@ func TestNewInformerFiltersOnTheClient(t *testing.T) {
 		if sel != s.String() {
 			t.Errorf("a request's selector %q, want %q", sel, s)
 		}
+	}
+}
+
+func TestInstrument(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	s, _ := shard.New(1, 3, "namespace")
+	reg, err := s.Instrument(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() []metricdata.DataPoint[float64] {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name == "workqueue.shard.share" {
+					return m.Data.(metricdata.Gauge[float64]).DataPoints
+				}
+			}
+		}
+		return nil
+	}
+	dps := read()
+	if len(dps) != 1 {
+		t.Fatalf("%d points of workqueue.shard.share, want 1", len(dps))
+	}
+	want := attribute.NewSet(attribute.String("workqueue.shard.by", "namespace"), attribute.Int("workqueue.shard.ordinal", 1), attribute.Int("workqueue.shard.total", 3))
+	if d := dps[0]; d.Value < 0.3333 || d.Value > 0.3334 || !d.Attributes.Equals(&want) {
+		t.Errorf("workqueue.shard.share %v %v, want 1/3 %v", d.Value, d.Attributes.Encoded(attribute.DefaultEncoder()), want.Encoded(attribute.DefaultEncoder()))
+	}
+	if err := reg.Unregister(); err != nil {
+		t.Fatal(err)
+	}
+	if dps := read(); len(dps) != 0 {
+		t.Errorf("after Unregister: %d points", len(dps))
+	}
+	var nilShard *shard.Shard
+	if _, err := nilShard.Instrument(mp); err == nil {
+		t.Error("Instrument on a nil Shard: no error")
+	}
+	p, _ := shard.Parse("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
+	if got := attribute.NewSet(p.Attributes()...); got.Len() != 1 {
+		t.Errorf("explicit ranges' attributes %v, want workqueue.shard.by only", got.Encoded(attribute.DefaultEncoder()))
+	}
+	if nilShard.Attributes() != nil {
+		t.Error("a nil Shard has attributes")
 	}
 }

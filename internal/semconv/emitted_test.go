@@ -52,6 +52,7 @@ import (
 	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/procstat"
+	"github.com/otelqueue/otelqueue/shard"
 	"github.com/otelqueue/otelqueue/scheduler"
 	"github.com/otelqueue/otelqueue/traceparent"
 )
@@ -133,6 +134,17 @@ func emitEverything(t *testing.T, mp *sdkmetric.MeterProvider, tp *sdktrace.Trac
 		t.Fatal(err)
 	}
 	defer stop(t, "procstat", pinst.Stop)
+
+	// shard: a replica's shard.
+	sh, err := shard.New(1, 3, "uid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shreg, err := sh.Instrument(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, "shard", shreg.Unregister)
 
 	// traceparent: an object whose annotation is no trace context.
 	const annotation = "example.com/traceparent"
@@ -573,7 +585,7 @@ func (a *adaptiveRunner) changeWorkers(t *testing.T) {
 }
 
 // packages are the packages whose telemetry the test runs and checks.
-var packages = []string{"otelqueue", "kubeclient", "procstat", "traceparent"}
+var packages = []string{"otelqueue", "kubeclient", "procstat", "traceparent", "shard"}
 
 // registryCheck checks emitted telemetry against the registry, and keeps
 // what was emitted for the reverse check.

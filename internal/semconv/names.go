@@ -10,6 +10,7 @@ const (
 	ScopeKubeclient  = "github.com/otelqueue/otelqueue/kubeclient"
 	ScopeProcstat    = "github.com/otelqueue/otelqueue/procstat"
 	ScopeTraceparent = "github.com/otelqueue/otelqueue/traceparent"
+	ScopeShard       = "github.com/otelqueue/otelqueue/shard"
 )
 
 // Attribute keys.
@@ -75,6 +76,14 @@ const (
 	AttrRequestName = attribute.Key("kubernetes.request.name")
 	// AttrCPUMode: OpenTelemetry CPU conventions.
 	AttrCPUMode = attribute.Key("cpu.mode")
+	// AttrShardOrdinal: The replica's shard, 0 to workqueue.shard.total - 1
+	// (absent for explicit ranges).
+	AttrShardOrdinal = attribute.Key("workqueue.shard.ordinal")
+	// AttrShardTotal: The number of shards the replicas split the objects into
+	// (absent for explicit ranges).
+	AttrShardTotal = attribute.Key("workqueue.shard.total")
+	// AttrShardBy: What the shards hash.
+	AttrShardBy = attribute.Key("workqueue.shard.by")
 	// LogTraceID: The trace of the attempt's span (the reconcile span, or the
 	// reconciler's own).
 	LogTraceID = "trace_id"
@@ -187,6 +196,10 @@ const (
 	// ignored because they were too long or malformed.
 	// workqueue_traceparent_invalid_total.
 	MetricTraceparentInvalid = "workqueue.traceparent.invalid"
+	// MetricShardShare: The part of the hash space the replica's shard covers,
+	// 0 to 1: summed over the live replicas, 1 when every object has one owner.
+	// workqueue_shard_share.
+	MetricShardShare = "workqueue.shard.share"
 	// MetricProcessCPUTime: Total CPU seconds broken down by different CPU
 	// modes. process_cpu_time_seconds_total.
 	MetricProcessCPUTime = "process.cpu.time"

@@ -136,7 +136,7 @@ func (r *Registry) check() error {
 		if !slices.Contains([]string{"stable", "development"}, g.Stability) {
 			fail("%s: stability %q", g.ID, g.Stability)
 		}
-		if !slices.Contains([]string{"otelqueue", "kubeclient", "procstat", "traceparent"}, g.Package) {
+		if !slices.Contains([]string{"otelqueue", "kubeclient", "procstat", "traceparent", "shard"}, g.Package) {
 			fail("%s: package %q", g.ID, g.Package)
 		}
 		for _, a := range g.Attributes {
