@@ -83,8 +83,14 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			return examplecluster.StopError(ctx, err)
 		}
 	}
+	// With -shards: the server sends this replica its shard only (or it
+	// refuses, or filters on the client: -shard-filter).
+	if err := cfg.CheckShard(ctx, cluster); err != nil {
+		return err
+	}
 	queue := scheduler.New(scheduler.Config[string]{Name: queueName})
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace),
+		informers.WithTweakListOptions(cfg.Shard.TweakListOptions))
 	inf := factory.Core().V1().ConfigMaps()
 	// The Sizer counts the memory per object of the informer's cache.
 	sizer.Caches = []otelqueue.Cache{inf.Informer().GetStore()}
@@ -101,7 +107,9 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 	}
 
 	c := &controller{cfg: cfg, client: client, lister: inf.Lister(), queue: queue, tp: traceparent.NewReader(), rng: rand.New(rand.NewPCG(1, 2))}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+	// The shard's objects only: all of them when the server filters, the
+	// client's filter when it does not (-shard-filter client).
+	if _, err := inf.Informer().AddEventHandler(cache.FilteringResourceEventHandler{FilterFunc: cfg.Shard.Contains, Handler: cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initialList bool) {
 			trigger := scheduler.TriggerCreate
 			if initialList {
@@ -110,7 +118,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			c.enqueue(obj, trigger)
 		},
 		UpdateFunc: func(old, obj any) { c.enqueueIfChanged(old, obj) },
-	}); err != nil {
+	}}); err != nil {
 		return fmt.Errorf("adding the event handler: %w", err)
 	}
 
@@ -171,7 +179,7 @@ func runController(ctx context.Context, cfg config, tel *exampletelemetry.Teleme
 			return rs.Busy, rs.Reconciles()
 		}
 		failed := func() uint64 { return runner.Stats().Count(otelqueue.OutcomeError) }
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Sizer: sizer}
+		m := &examplecluster.Meter{Shard: cfg.Shard, Workers: cfg.Workers, Busy: busy, Workload: w, Limiter: cluster.Limiter, Client: inst.ClientStats, Errors: failed, Sizer: sizer}
 		if cfg.Adaptive.On() {
 			m.Adaptive, m.Range = runner.AdaptiveStats, cfg.Adaptive
 		}

@@ -60,7 +60,7 @@ func run() error {
 	// The Sizer of the queue and the process: the summary line's pod part
 	// and the top of the inspector's page.
 	sizer := &otelqueue.Sizer{}
-	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr, NativeHistograms: cfg.NativeHistograms, Sizer: sizer})
+	tel, err := exampletelemetry.Setup(ctx, exampletelemetry.Config{ServiceName: "otelqueue-example", MetricsAddr: cfg.MetricsAddr, NativeHistograms: cfg.NativeHistograms, Sizer: sizer, Shard: cfg.Shard})
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,19 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 		mopts.LeaderElectionReleaseOnCancel = true
 		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &cfg.LeaseDuration, &cfg.RenewDeadline, &cfg.RetryPeriod
 	}
+	if cfg.Shard != nil {
+		// With -shards: the server sends this replica its shard only (or
+		// it refuses, or filters on the client: -shard-filter); the
+		// cache's list and watch ask for the shard and let only its
+		// objects through. Each shard elects its own leader.
+		if err := cfg.CheckShard(ctx, cluster); err != nil {
+			return err
+		}
+		mopts.Cache.NewInformer = cfg.Shard.NewInformer
+		if mopts.LeaderElection {
+			mopts.LeaderElectionID = fmt.Sprintf("%s-shard-%d-of-%d", mopts.LeaderElectionID, cfg.ShardIndex, cfg.Shards)
+		}
+	}
 	if cluster.Embedded() {
 		// The manager's cache (For's informer) lists and watches the
 		// embedded API server through cs, and its REST mapper is static:
@@ -135,7 +148,9 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 	rec := &reconciler{client: cs, reader: mgr.GetCache(), latency: cfg.Latency, cpu: cfg.ReconcileCPU, tracer: tracer}
 	err = builder.ControllerManagedBy(mgr).
 		Named(controllerName).
-		For(&corev1.ConfigMap{}, builder.WithPredicates(dataChanged())).
+		// The shard's objects only (the embedded cluster's informers,
+		// fakecluster's, do not filter).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(dataChanged(), predicate.NewPredicateFuncs(func(o client.Object) bool { return cfg.Shard.Contains(o) }))).
 		WithOptions(opts).
 		Complete(otq.Reconciler(rec))
 	if err != nil {
@@ -174,7 +189,7 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 			q := otq.Queue()
 			return q != nil && q.Instrumentation().Standby()
 		}
-		m := &examplecluster.Meter{Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Standby: standby, Sizer: sizer}
+		m := &examplecluster.Meter{Shard: cfg.Shard, Workers: cfg.Workers, Busy: rec.busy.Load, Workload: w, Limiter: cluster.Limiter, Client: client, Errors: rec.failed.Load, Standby: standby, Sizer: sizer}
 		if cfg.Adaptive.On() {
 			m.Range = cfg.Adaptive
 			m.Adaptive = func() (inspect.Pool, bool) {

@@ -80,6 +80,7 @@ func run(ctx context.Context, cfg config, ready chan<- string) error {
 		ServiceName:      "otelqueue-controller-runtime-example",
 		MetricsAddr:      cfg.MetricsAddr,
 		NativeHistograms: cfg.NativeHistograms,
+		Shard:            cfg.Shard,
 		Gatherer:         ctrlmetrics.Registry, // one scrape with controller-runtime's series
 		SpanProcessor:    cfg.spans,
 	})

@@ -10,16 +10,23 @@
 package examplecluster
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"math"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/otelqueue/otelqueue/shard"
 )
 
 // Limits of the workload's rates: beyond them the numbers mean nothing on
@@ -81,8 +88,40 @@ type Flags struct {
 	// ChurnSchedule is -churn-schedule: the changes of Churn during the
 	// run (Workload.Schedule).
 	ChurnSchedule ChurnSchedule
+	// Shards, ShardIndex and ShardBy are -shards, -shard and -shard-by:
+	// this replica reconciles the objects of shard ShardIndex of Shards
+	// (Shard, nil for one shard: every object). ShardFilter is
+	// -shard-filter: "server" refuses to start when the API server ignores
+	// the selector, "client" filters on the client then.
+	Shards      int
+	ShardIndex  int
+	ShardBy     string
+	ShardFilter string
+	Shard       *shard.Shard
 
 	generate optionalBool
+}
+
+// parseShard checks the shard flags and sets Shard.
+func (f *Flags) parseShard() error {
+	switch {
+	case f.Shards < 1:
+		return fmt.Errorf("-shards is %d: it must be at least 1", f.Shards)
+	case f.ShardIndex < 0 || f.ShardIndex >= f.Shards:
+		return fmt.Errorf("-shard is %d: with -shards %d it must be from 0 to %d", f.ShardIndex, f.Shards, f.Shards-1)
+	case f.ShardBy != "uid" && f.ShardBy != "namespace":
+		return fmt.Errorf("-shard-by is %q: it must be uid or namespace", f.ShardBy)
+	case f.ShardFilter != "server" && f.ShardFilter != "client":
+		return fmt.Errorf("-shard-filter is %q: it must be server or client", f.ShardFilter)
+	case f.Shards == 1:
+		return nil
+	}
+	s, err := shard.New(f.ShardIndex, f.Shards, f.ShardBy)
+	if err != nil {
+		return fmt.Errorf("-shard %d -shards %d -shard-by %s: %w", f.ShardIndex, f.Shards, f.ShardBy, err)
+	}
+	f.Shard = s
+	return nil
 }
 
 // Defaults are the per-example defaults and usage texts of the shared flags.
@@ -117,6 +156,10 @@ func (f *Flags) Register(fs *flag.FlagSet, d Defaults) {
 	fs.IntVar(&f.KubeBurst, "kube-burst", DefaultKubeBurst, "the controller's client requests allowed at once above -kube-qps (rest.Config.Burst; client-go's default is 10)")
 	fs.Float64Var(&f.WorkloadQPS, "workload-qps", 0, fmt.Sprintf("the workload's client requests per second, a limit of its own apart from the controller's -kube-qps (0: no client-side limit; at most %d)", MaxKubeQPS))
 	fs.IntVar(&f.WorkloadBurst, "workload-burst", 0, "the workload's client requests allowed at once above -workload-qps (0: max(1, ceil(-workload-qps)))")
+	fs.IntVar(&f.Shards, "shards", 1, "the number of replicas that share the objects, each reconciling its shard on the API server's sharded list and watch (Kubernetes 1.36+, feature gate ShardedListAndWatch; docs/scaling.md)")
+	fs.IntVar(&f.ShardIndex, "shard", 0, "this replica's shard, 0 to -shards - 1")
+	fs.StringVar(&f.ShardBy, "shard-by", "uid", "what the shards split by: uid (objects spread evenly) or namespace (a namespace's objects in one shard)")
+	fs.StringVar(&f.ShardFilter, "shard-filter", "server", "with -shards above 1, when the API server ignores the shard selector (its gate off, or older than 1.36): server (refuse to start) or client (filter on the client: every replica still lists and watches every object)")
 	fs.Float64Var(&f.ServerQPS, "server-qps", 0, "embedded cluster only: requests per second its API server accepts from the controller, burst max(1, ceil(-server-qps)); beyond that it answers 429 Too Many Requests with Retry-After: 1, which client-go sleeps and retries up to 10 times. A simulation of the controller's API Priority and Fairness share: the workload stands for the cluster's other clients, with shares of their own, and watches are exempt (0: off; refused with -kubeconfig, where the real API server's own configuration applies)")
 }
 
@@ -195,6 +238,9 @@ func (f *Flags) Parse(fs *flag.FlagSet, args []string, check func(bad func(forma
 		case f.Workers >= 1 && (f.Workers < a.Min || f.Workers > a.Max):
 			bad("-workers is %d, outside -adaptive-workers %v: with an adaptive pool, -workers is its starting count, from MIN to MAX", f.Workers, a)
 		}
+	}
+	if err := f.parseShard(); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, f.ChurnSchedule.check(f.Duration)...)
 	if len(f.ChurnSchedule) > 0 && !f.Generate {
@@ -381,4 +427,30 @@ func Workers(n int) string {
 		return "1 worker"
 	}
 	return fmt.Sprintf("%d workers", n)
+}
+
+// CheckShard makes one small list with the shard's selector and says
+// whether the API server filters by it; when it does not (its
+// ShardedListAndWatch gate off, or older than Kubernetes 1.36: it sends
+// every object), it refuses with -shard-filter server and logs that the
+// replica filters on the client with -shard-filter client. Nothing for one
+// shard.
+func (f Flags) CheckShard(ctx context.Context, c *Cluster) error {
+	if f.Shard == nil {
+		return nil
+	}
+	ok, err := f.Shard.ServerFilters(ctx, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.Client.CoreV1().ConfigMaps(f.Namespace).List(ctx, o)
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("-shard %d of -shards %d: %w", f.ShardIndex, f.Shards, err)
+	case ok:
+		log.Printf("shard %d of %d by %s: the %s filters (%s)", f.ShardIndex, f.Shards, f.ShardBy, c.Where, f.Shard)
+	case f.ShardFilter == "client":
+		log.Printf("shard %d of %d by %s: the %s ignores the shard selector: filtering on the client (every replica still lists and watches every object)", f.ShardIndex, f.Shards, f.ShardBy, c.Where)
+	default:
+		return fmt.Errorf("-shards %d: the %s ignores the shard selector (its feature gate ShardedListAndWatch is off, or it is older than Kubernetes 1.36), so every replica would reconcile every object: turn the gate on, or run with -shard-filter client to filter on the client", f.Shards, c.Where)
+	}
+	return nil
 }

@@ -209,3 +209,32 @@ func TestParseChurnSchedule(t *testing.T) {
 		t.Errorf("an empty -churn-schedule: %v, %v", f.ChurnSchedule, err)
 	}
 }
+
+func TestParseShard(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-shards", "0"}, "-shards is 0: it must be at least 1"},
+		{[]string{"-shards", "3", "-shard", "3"}, "-shard is 3: with -shards 3 it must be from 0 to 2"},
+		{[]string{"-shards", "3", "-shard", "-1"}, "-shard is -1"},
+		{[]string{"-shard", "1"}, "-shard is 1: with -shards 1 it must be from 0 to 0"},
+		{[]string{"-shards", "2", "-shard-by", "name"}, `-shard-by is "name": it must be uid or namespace`},
+		{[]string{"-shards", "2", "-shard-filter", "none"}, `-shard-filter is "none": it must be server or client`},
+	} {
+		if _, err := parse(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	f, err := parse()
+	if err != nil || f.Shard != nil {
+		t.Errorf("one shard: %v, %v; want no selector", f.Shard, err)
+	}
+	f, err = parse("-shards", "3", "-shard", "2", "-shard-by", "namespace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, n := f.Shard.Ordinal(); o != 2 || n != 3 || f.Shard.By() != "namespace" {
+		t.Errorf("-shards 3 -shard 2 -shard-by namespace: %v", f.Shard)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/procstat"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/shard"
 )
 
 // behindBelow is the fraction of the requested writes under which the
@@ -424,6 +425,9 @@ type Meter struct {
 	Standby func() bool
 	// Sizer sizes the pod (Pod): nil, no pod part.
 	Sizer *otelqueue.Sizer
+	// Shard is the replica's shard (-shards), said first on the line; nil:
+	// every object.
+	Shard *shard.Shard
 }
 
 // Reading is one reading of a Meter's counters.
@@ -505,6 +509,9 @@ func (m *Meter) Line(prev, cur Reading) string {
 			load.APIServer = bottleneck.APIServerBetween(prev.Server, cur.Server)
 		}
 		load.Watches, load.At = &cur.Watches, cur.At
+	}
+	if o, n := m.Shard.Ordinal(); n > 0 {
+		pool = fmt.Sprintf("shard=%d/%d ", o, n) + pool
 	}
 	line := pool + fmt.Sprintf("adds/s=%.1f retries/s=%.1f reconciles/s=%.1f ",
 		float64(load.Adds)/secs, float64(load.Retries)/secs, float64(load.Reconciles)/secs)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/otelqueuesdk"
+	"github.com/otelqueue/otelqueue/shard"
 )
 
 // Config says what to set up.
@@ -53,6 +54,9 @@ type Config struct {
 	// Sizer, when set, is the inspector's: its page starts with the
 	// Sizer's recommendation.
 	Sizer *otelqueue.Sizer
+	// Shard, when set (-shards), is on the resource (Shard.Attributes: the
+	// spans and metrics carry it) and reported as workqueue.shard.share.
+	Shard *shard.Shard
 	// SpanProcessor, when set (by tests), also receives every span.
 	SpanProcessor sdktrace.SpanProcessor
 	// Logf receives warnings, export problems and the flush notice. Nil
@@ -93,6 +97,7 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(cfg.ServiceName)),
+		resource.WithAttributes(cfg.Shard.Attributes()...),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -215,6 +220,11 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t.errors = &throttledLog{every: 30 * time.Second, logf: t.logf}
 	otel.SetTracerProvider(t.TracerProvider)
 	otel.SetMeterProvider(t.MeterProvider)
+	if cfg.Shard != nil {
+		if _, err := cfg.Shard.Instrument(t.MeterProvider); err != nil {
+			return nil, err
+		}
+	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(t.errors)
 	return t, nil
