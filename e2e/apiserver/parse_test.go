@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"sort"
@@ -311,6 +312,9 @@ type span struct {
 	}
 	Status             struct{ Code string }
 	StartTime, EndTime time.Time
+	// Resource is the resource's attributes (the console exporter writes
+	// them with each span).
+	Resource []keyValue
 }
 
 type spanContext struct {
@@ -403,6 +407,17 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 // median returns the median of ds, 0 for none.
 func median(ds []time.Duration) time.Duration { return quantile(ds, 0.5) }
+
+// attrText returns the value of the attribute key in kvs as text (an int
+// as its digits), and whether kvs has it.
+func attrText(kvs []keyValue, key string) (string, bool) {
+	for _, kv := range kvs {
+		if kv.Key == key {
+			return fmt.Sprint(kv.Value.Value), true
+		}
+	}
+	return "", false
+}
 
 // attr returns the string value of the attribute key in kvs.
 func attr(kvs []keyValue, key string) string {

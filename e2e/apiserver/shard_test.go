@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/otelqueue/otelqueue/shard"
@@ -28,23 +27,6 @@ const (
 	shardHashTotal      = 3
 )
 
-// startShardedPlane starts a control plane whose kube-apiserver serves the
-// sharded list and watch (the ShardedListAndWatch gate, alpha in 1.36); it
-// stops when the test ends.
-func startShardedPlane(t *testing.T) *plane {
-	t.Helper()
-	p, err := startPlane("sharded", planeAssets, map[string]string{"feature-gates": "ShardedListAndWatch=true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Errorf("stopping the sharded control plane: %v", err)
-		}
-	})
-	return p
-}
-
 // TestShardHash checks package shard against the real server, with the gate
 // on: over 3,000 ConfigMaps in 30 namespaces, for three shards by UID and
 // three by namespace, the server's list for each shard's selector holds
@@ -55,15 +37,10 @@ func startShardedPlane(t *testing.T) *plane {
 // without the gate, the server ignores the selector: ServerFilters says so
 // and the list is whole.
 func TestShardHash(t *testing.T) {
-	p := startShardedPlane(t)
+	p := shardedPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := rest.CopyConfig(p.admin)
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit for the set-up
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := fastClient(t, p)
 	createShardObjects(t, ctx, cs)
 	all, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 	if err != nil {
