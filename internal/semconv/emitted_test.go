@@ -52,8 +52,8 @@ import (
 	"github.com/otelqueue/otelqueue/kubeclient"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/procstat"
-	"github.com/otelqueue/otelqueue/shard"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/shard"
 	"github.com/otelqueue/otelqueue/traceparent"
 )
 
