@@ -16,7 +16,7 @@ const (
 
 var (
 	rangeRE = regexp.MustCompile(`\[5m\]`)
-	forRE   = regexp.MustCompile(`(?m)^(\s+for: )\d+m$`)
+	forRE   = regexp.MustCompile(`(?m)^(\s+for: )\d+[mh]$`)
 	alertRE = regexp.MustCompile(`(?m)^\s+- alert: `)
 )
 
@@ -32,7 +32,7 @@ func FastRules(rulesFile, dir string) (string, error) {
 	src := string(b)
 	alerts := len(alertRE.FindAllString(src, -1))
 	if n := len(forRE.FindAllString(src, -1)); n != alerts || alerts == 0 {
-		return "", fmt.Errorf("%s: %d alerts but %d `for: <n>m` lines: the fast copy would keep a long hold; update FastRules", rulesFile, alerts, n)
+		return "", fmt.Errorf("%s: %d alerts but %d `for: <n>m` or `<n>h` lines: the fast copy would keep a long hold; update FastRules", rulesFile, alerts, n)
 	}
 	if len(rangeRE.FindAllString(src, -1)) == 0 {
 		return "", fmt.Errorf("%s: no [5m] window to shorten; update FastRules", rulesFile)
