@@ -10,6 +10,10 @@ import (
 type Page struct {
 	// At is when the page was made.
 	At time.Time `json:"at"`
+	// Shard is the replica's shard, its Inspector's shard.Shard: "1 of 3
+	// by uid" (or "by uid" for explicit ranges) and its selector; empty
+	// for a replica that is not sharded.
+	Shard string `json:"shard,omitempty"`
 	// Recommendation is the Inspector's otelqueue.Sizer's, nil without one.
 	Recommendation *bottleneck.Recommendation `json:"recommendation,omitempty"`
 	Queues         []Queue                    `json:"queues"`

@@ -149,6 +149,7 @@ dl.figures dt { color: #555; } dl.figures dd { margin: 0; }
 <body>
 <h1>Queues</h1>
 <p class="muted">At {{.At.Format "2006-01-02 15:04:05.000 MST"}}. Read-only; reload for a new look. <a href="?format=json">JSON</a></p>
+{{with .Shard}}<p data-field="shard">Shard {{.}}</p>{{end}}
 {{with .Recommendation}}<section class="size" id="size">
 <h2>Size</h2>
 {{if .At.IsZero}}<p class="muted" data-field="size">Nothing measured yet.</p>{{else}}<dl class="figures">

@@ -2,6 +2,7 @@ package otelqueue
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -50,6 +51,13 @@ type Inspector struct {
 	// (inspect.Page.Recommendation): the workers, cores and memory the
 	// queues it sizes and their process need.
 	Sizer *Sizer
+	// Shard, when set, is the replica's shard, a *shard.Shard (package
+	// shard), said at the top of the page (inspect.Page.Shard).
+	Shard interface {
+		Ordinal() (ordinal, total int)
+		By() string
+		String() string
+	}
 	// Instrumentations, when set, are the queues the page shows: those of
 	// one program of several in a process (a test binary, two managers).
 	// Nil shows every queue of the process instrumented and not stopped:
@@ -255,6 +263,9 @@ func (i *Inspector) Page() inspect.Page {
 		r := i.Sizer.Recommend()
 		page.Recommendation = &r
 	}
+	if i != nil && i.Shard != nil && i.Shard.String() != "" {
+		page.Shard = shardText(i.Shard)
+	}
 	return page
 }
 
@@ -265,6 +276,18 @@ func (i *Inspector) sizerWindow(in *inspectable) (bottleneck.Window, time.Time, 
 		return bottleneck.Window{}, time.Time{}, false
 	}
 	return i.Sizer.lastWindow(in.b)
+}
+
+// shardText is s as the page says it: "1 of 3 by uid: shardRange(...)".
+func shardText(s interface {
+	Ordinal() (int, int)
+	By() string
+	String() string
+}) string {
+	if o, n := s.Ordinal(); n > 0 {
+		return fmt.Sprintf("%d of %d by %s: %s", o, n, s.By(), s)
+	}
+	return fmt.Sprintf("by %s: %s", s.By(), s)
 }
 
 // traceID is sc's trace id in hex, or "" for an invalid sc.

@@ -30,6 +30,7 @@ import (
 	"github.com/otelqueue/otelqueue/internal/testutil"
 	"github.com/otelqueue/otelqueue/otelqueue"
 	"github.com/otelqueue/otelqueue/scheduler"
+	"github.com/otelqueue/otelqueue/shard"
 )
 
 // inspectedQueue instruments a queue named name on a fake clock, traced by
@@ -520,5 +521,41 @@ func TestInspectorOfOneProgram(t *testing.T) {
 	}
 	if got := names((&otelqueue.Inspector{Instrumentations: []*otelqueue.Instrumentation{nil}}).Page()); len(got) != 0 {
 		t.Errorf("an inspector of a nil Instrumentation shows %v, want nothing", got)
+	}
+}
+
+// TestInspectorShard: an Inspector with a Shard says it at the top of the
+// page, in the JSON and the HTML; a nil *shard.Shard and no Shard say
+// nothing.
+func TestInspectorShard(t *testing.T) {
+	_, _, inst := inspectedQueue(t, "sharded")
+	s, err := shard.New(1, 3, "uid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &otelqueue.Inspector{Shard: s, Instrumentations: []*otelqueue.Instrumentation{inst}}
+	want := "1 of 3 by uid: shardRange(object.metadata.uid, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')"
+	if got := in.Page().Shard; got != want {
+		t.Errorf("Page().Shard = %q, want %q", got, want)
+	}
+	if _, body := get(t, in, http.MethodGet, "/", "text/html"); !strings.Contains(body, `<p data-field="shard">Shard 1 of 3 by uid: shardRange(object.metadata.uid, &#39;0x5555555555555555&#39;`) {
+		t.Errorf("the HTML page does not say the shard:\n%s", body)
+	}
+	p, err := shard.Parse("shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Shard = p
+	if got := in.Page().Shard; got != "by namespace: "+p.String() {
+		t.Errorf("explicit ranges: Page().Shard = %q", got)
+	}
+	var none *shard.Shard
+	in.Shard = none
+	if got := in.Page().Shard; got != "" {
+		t.Errorf("a nil *shard.Shard: Page().Shard = %q, want none", got)
+	}
+	in.Shard = nil
+	if _, body := get(t, in, http.MethodGet, "/", "text/html"); strings.Contains(body, `data-field="shard"`) || in.Page().Shard != "" {
+		t.Error("no Shard: the page says one")
 	}
 }

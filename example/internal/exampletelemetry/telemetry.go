@@ -201,7 +201,11 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{gatherer, served}, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 		// The queues' keys and traces, read-only, on the same (loopback by
 		// default) address as the metrics.
-		mux.Handle("/debug/queues", &otelqueue.Inspector{TraceURL: os.Getenv("OTELQUEUE_TRACE_URL"), Sizer: cfg.Sizer})
+		in := &otelqueue.Inspector{TraceURL: os.Getenv("OTELQUEUE_TRACE_URL"), Sizer: cfg.Sizer}
+		if cfg.Shard != nil {
+			in.Shard = cfg.Shard
+		}
+		mux.Handle("/debug/queues", in)
 		t.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		t.MetricsURL = "http://" + ln.Addr().String() + "/metrics"
 		t.InspectorURL = "http://" + ln.Addr().String() + "/debug/queues"
