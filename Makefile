@@ -236,6 +236,7 @@ rules:
 	echo "== promtool test rules rules_test.yml" && \
 	(cd example/prometheus && $$promtool test rules rules_test.yml)
 	sh example/prometheus/queue-figures_test.sh
+	sh example/prometheus/fleet-figures_test.sh
 
 # The real stack on loopback: Jaeger, a collector and Prometheus built from
 # the Go module proxy (cached in e2e/.bin), and the example app; it prints

@@ -28,6 +28,7 @@ import (
 var Artifacts = []string{
 	"example/prometheus/rules.yml",
 	"example/prometheus/queue-figures.sh",
+	"example/prometheus/fleet-figures.sh",
 }
 
 // Header is the first line of every generated file: where it comes from.
@@ -201,6 +202,9 @@ func Render(path, tmpl string) ([]byte, error) {
 		"CPULimitPerRequest":        sizing.CPULimitPerRequest,
 		"MemoryLimitPerRequest":     sizing.MemoryLimitPerRequest,
 		"GOMEMLIMITShare":           sizing.GOMEMLIMITShare,
+		"LargestPodCores":           sizing.LargestPodCores,
+		"LargestPodMemory":          sizing.LargestPodMemory,
+		"HotShardSkew":              sizing.HotShardSkew,
 	}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {

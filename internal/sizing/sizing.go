@@ -32,4 +32,14 @@ const (
 	// saturated: its coalesced adds then count as arrivals too (its adds
 	// measure only what the workers could take).
 	SaturatedAt = 0.9
+	// LargestPodCores and LargestPodMemory are the largest pod a replica of
+	// a sharded fleet is given before the fleet takes one more shard (the
+	// rules' fleet:workqueue_shards_needed): a node's share a controller
+	// can usually have. A user with larger nodes edits them.
+	LargestPodCores  = 4
+	LargestPodMemory = 8 << 30
+	// HotShardSkew is the busiest replica's arrivals per part of the hash
+	// space over the fleet's mean from which one shard is hot: a uniform
+	// hash keeps a shard of hundreds of objects within a few percent.
+	HotShardSkew = 1.5
 )
