@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -183,6 +184,7 @@ func runShards(t *testing.T, p *plane, prom *shardsProm, ex example, kubeconfig 
 
 	// The fleet's rules: the whole space covered, then shard 2 stops.
 	prom.waitValue(t, `fleet:workqueue_shard_covered:ratio`, func(v float64) bool { return math.Abs(v-1) < 1e-9 }, time.Minute)
+	checkFleetPanels(t, prom)
 	stopped := time.Now()
 	f.runs[2][0].stop()
 	prom.waitValue(t, `fleet:workqueue_shard_covered:ratio < 0.999999`, func(v float64) bool { return math.Abs(v-2.0/3) < 1e-9 }, time.Minute)
@@ -265,6 +267,53 @@ func runShards(t *testing.T, p *plane, prom *shardsProm, ex example, kubeconfig 
 	t.Log(note)
 	report.addNote(note)
 	return f
+}
+
+// checkFleetPanels queries every target of the dashboard's "Fleet:"
+// panels on prom, which scrapes a sharded fleet: each must return data
+// (e2e's TestApp checks the other panels on an unsharded app).
+func checkFleetPanels(t *testing.T, prom *shardsProm) {
+	t.Helper()
+	b, err := os.ReadFile("../../example/grafana/dashboards/otelqueue.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range dash.Panels {
+		if !strings.HasPrefix(p.Title, "Fleet:") {
+			continue
+		}
+		for _, tg := range p.Targets {
+			n++
+			q := strings.NewReplacer("$queue", ".*", "$__rate_interval", "1m").Replace(tg.Expr)
+			deadline := time.Now().Add(time.Minute)
+			for {
+				ss, err := prom.Query(context.Background(), q)
+				if err == nil && len(ss) > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("dashboard panel %q: %s returned no data within a minute (%v)", p.Title, q, err)
+					break
+				}
+				time.Sleep(time.Second)
+			}
+		}
+	}
+	if n < 6 {
+		t.Errorf("%d fleet panel queries on the dashboard, want 6 or more", n)
+	}
 }
 
 // exampleNameOf names the example of a fleet for the report.
