@@ -60,7 +60,8 @@ type span struct {
 
 func (r span) contains(h uint64) bool { return h >= r.lo && (r.hiTop || h < r.hi) }
 
-func (r span) String(field string) string {
+// selector is r as a shardRange of field, as the API server writes it.
+func (r span) selector(field string) string {
 	end := top
 	if !r.hiTop {
 		end = fmt.Sprintf("0x%016x", r.hi)
@@ -110,7 +111,7 @@ func fieldOf(by string) (string, error) {
 func newShard(field string, ranges []span, ordinal, total int) *Shard {
 	parts := make([]string, len(ranges))
 	for i, r := range ranges {
-		parts[i] = r.String(field)
+		parts[i] = r.selector(field)
 	}
 	return &Shard{field: field, ranges: ranges, ordinal: ordinal, total: total, selector: strings.Join(parts, " || ")}
 }
@@ -172,7 +173,7 @@ func parseRange(s string) (string, span, error) {
 }
 
 // parseBound parses a quoted bound; top: it is 2^64.
-func parseBound(s string) (v uint64, top_ bool, err error) {
+func parseBound(s string) (v uint64, isTop bool, err error) {
 	s = strings.TrimSpace(s)
 	if len(s) < 2 || (s[0] != '\'' && s[0] != '"') || s[len(s)-1] != s[0] {
 		return 0, false, fmt.Errorf("%s is not a quoted string such as '0x8000000000000000'", s)
