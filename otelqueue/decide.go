@@ -672,10 +672,15 @@ func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
 		c.peakNeeded(now, f.needed)
 	}
 	L := c.limit
-	slower := c.noLoad > 0 && float64(f.base) > (1+excessShare)*float64(c.noLoad)
+	// Before a decision has measured the work (noLoad 0) nothing says the
+	// work is no slower, nor that the downstream has room: a throttled
+	// server's first Retry-After waits end in the next window. The first
+	// decision grows for demand then.
+	unmeasured := c.noLoad == 0
+	slower := !unmeasured && float64(f.base) > (1+excessShare)*float64(c.noLoad)
 	// As in decide: a grow after a shrink waits out changeIntervals.
 	afterShrink := c.last == shrinking && now.Sub(c.lastChange) < changeIntervals*c.interval
-	if !f.sample || !f.backlog || slower || afterShrink || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
+	if !f.sample || !f.backlog || unmeasured || slower || afterShrink || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
 		return decision{}, f, false
 	}
 	target := withMargin(f.needed)

@@ -1108,3 +1108,22 @@ func TestDecideNoShrinkWhileBusy(t *testing.T) {
 		t.Errorf("the same windows with the workers idle: decision %v %+v, want a shrink for low utilization", ok, d)
 	}
 }
+
+// TestSurgeWaitsForTheWorkMeasured: the surge check between decisions does
+// not grow before a decision has measured the work: nothing says yet that
+// the work is no slower or the downstream has room (on a throttled API
+// server the first Retry-After waits end in a later window; the pool grew
+// 4 → 8 → 11 in its first seconds there). Once measured, a backlog grows it.
+func TestSurgeWaitsForTheWorkMeasured(t *testing.T) {
+	r := newCtlRun(t, 1, 64, 4)
+	big := demand
+	big.depth = 1500
+	if d, _, ok := r.c.surge(big.window(r.c.limit), r.now().Add(decideInterval/5)); ok {
+		t.Fatalf("a surge check before any decision measured the work: %d (%s), want none", d.to, d.reason)
+	}
+	r.want(demand, withMargin(12), reasonDemand) // the first decision measures the work
+	d, _, ok := r.c.surge(big.window(r.c.limit), r.now().Add(decideInterval/5))
+	if !ok || d.to <= withMargin(12) || d.reason != reasonDemand {
+		t.Errorf("a surge check after the work was measured: %v %+v, want a grow for the backlog", ok, d)
+	}
+}
