@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -352,40 +351,26 @@ func TestApp(t *testing.T) {
 	})
 
 	t.Run("every dashboard query returns data", func(t *testing.T) {
-		b, err := os.ReadFile("../example/grafana/dashboards/otelqueue.json")
+		queries, err := DashboardQueries()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var dash struct {
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal(b, &dash); err != nil {
-			t.Fatal(err)
-		}
 		n := 0
-		for _, p := range dash.Panels {
-			if strings.HasPrefix(p.Title, "Fleet:") {
+		for _, q := range queries {
+			if q.Fleet {
 				continue // a sharded fleet's: e2e/apiserver's TestShards queries them
 			}
-			for _, tg := range p.Targets {
-				q := strings.NewReplacer("$queue", ".*", "$__rate_interval", "1m").Replace(tg.Expr)
-				n++
-				Eventually(t, 60*time.Second, time.Second, func() error {
-					s, err := stack.PrometheusAPI.Query(context.Background(), q)
-					if err != nil {
-						return err
-					}
-					if len(s) == 0 {
-						return fmt.Errorf("panel %q: %s returned no data", p.Title, q)
-					}
-					return nil
-				})
-			}
+			n++
+			Eventually(t, 60*time.Second, time.Second, func() error {
+				s, err := stack.PrometheusAPI.Query(context.Background(), q.Expr)
+				if err != nil {
+					return err
+				}
+				if len(s) == 0 {
+					return fmt.Errorf("panel %q: %s returned no data", q.Panel, q.Expr)
+				}
+				return nil
+			})
 		}
 		if n < 10 {
 			t.Errorf("only %d dashboard queries found", n)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -274,41 +273,27 @@ func runShards(t *testing.T, p *plane, prom *shardsProm, ex example, kubeconfig 
 // (e2e's TestApp checks the other panels on an unsharded app).
 func checkFleetPanels(t *testing.T, prom *shardsProm) {
 	t.Helper()
-	b, err := os.ReadFile("../../example/grafana/dashboards/otelqueue.json")
+	queries, err := e2e.DashboardQueries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, p := range dash.Panels {
-		if !strings.HasPrefix(p.Title, "Fleet:") {
+	for _, q := range queries {
+		if !q.Fleet {
 			continue
 		}
-		for _, tg := range p.Targets {
-			n++
-			q := strings.NewReplacer("$queue", ".*", "$__rate_interval", "1m").Replace(tg.Expr)
-			deadline := time.Now().Add(time.Minute)
-			for {
-				ss, err := prom.Query(context.Background(), q)
-				if err == nil && len(ss) > 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Errorf("dashboard panel %q: %s returned no data within a minute (%v)", p.Title, q, err)
-					break
-				}
-				time.Sleep(time.Second)
+		n++
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ss, err := prom.Query(context.Background(), q.Expr)
+			if err == nil && len(ss) > 0 {
+				break
 			}
+			if time.Now().After(deadline) {
+				t.Errorf("dashboard panel %q: %s returned no data within a minute (%v)", q.Panel, q.Expr, err)
+				break
+			}
+			time.Sleep(time.Second)
 		}
 	}
 	if n < 6 {
