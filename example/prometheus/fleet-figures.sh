@@ -37,6 +37,8 @@ BEGIN {
 	HOT = 1.5
 	EPS = 0.000001
 }
+# The value of label k in a series name{labels}: k must follow { or , (so
+# that name does not match otel_scope_name).
 function label(s, k,    i, r) {
 	i = index(s, "{" k "=\"")
 	if (i == 0) i = index(s, "," k "=\"")

@@ -149,6 +149,18 @@ func awkChain(indent string) (string, error) {
 	return b.String(), nil
 }
 
+// awkLabel is the awk function of the figures scripts that reads a label
+// of a series.
+const awkLabel = `# The value of label k in a series name{labels}: k must follow { or , (so
+# that name does not match otel_scope_name).
+function label(s, k,    i, r) {
+	i = index(s, "{" k "=\"")
+	if (i == 0) i = index(s, "," k "=\"")
+	if (i == 0) return ""
+	r = substr(s, i + length(k) + 3)
+	return substr(r, 1, index(r, "\"") - 1)
+}`
+
 // awkString is s as a double-quoted awk string inside the script's
 // single-quoted awk program: an apostrophe closes the shell's quotes, is
 // written quoted, and reopens them.
@@ -177,7 +189,7 @@ func Render(path, tmpl string) ([]byte, error) {
 	t, err := template.New(path).Delims("<%", "%>").Option("missingkey=error").Funcs(template.FuncMap{
 		"num": Num, "pct": pct,
 		"classChain": classChain, "classTable": classTable, "moreWorkers": moreWorkers,
-		"awkChain": awkChain,
+		"awkChain": awkChain, "awkLabel": func() string { return awkLabel },
 		// The sizing's spans as Prometheus durations: "5m", "1h".
 		"peakSpan": func() string { return promDuration(bottleneck.PeakSpan) },
 		"horizon":  func() string { return promDuration(bottleneck.Horizon) },
