@@ -367,8 +367,20 @@ func TestInstrument(t *testing.T) {
 		t.Fatalf("%d points of workqueue.shard.share, want 1", len(dps))
 	}
 	want := attribute.NewSet(attribute.String("workqueue.shard.by", "namespace"), attribute.Int("workqueue.shard.ordinal", 1), attribute.Int("workqueue.shard.total", 3))
+	d0 := dps[0].Value
 	if d := dps[0]; d.Value < 0.3333 || d.Value > 0.3334 || !d.Attributes.Equals(&want) {
 		t.Errorf("workqueue.shard.share %v %v, want 1/3 %v", d.Value, d.Attributes.Encoded(attribute.DefaultEncoder()), want.Encoded(attribute.DefaultEncoder()))
+	}
+	// Instrumented twice: harmless, one point of the same value.
+	reg2, err := s.Instrument(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dps := read(); len(dps) != 1 || dps[0].Value != d0 {
+		t.Errorf("instrumented twice: %+v, want one point of %v", dps, d0)
+	}
+	if err := reg2.Unregister(); err != nil {
+		t.Fatal(err)
 	}
 	if err := reg.Unregister(); err != nil {
 		t.Fatal(err)
@@ -386,5 +398,24 @@ func TestInstrument(t *testing.T) {
 	}
 	if nilShard.Attributes() != nil {
 		t.Error("a nil Shard has attributes")
+	}
+}
+
+// TestNamesDifferingAtTheEnd: FNV-1a's top bits, which pick the shard,
+// hardly depend on a name's last bytes: the namespaces shard-hash-00 to
+// shard-hash-29 all fall in one of three shards by namespace (what
+// docs/scaling.md warns of). UIDs differ from their first byte.
+func TestNamesDifferingAtTheEnd(t *testing.T) {
+	owners := map[int]int{}
+	for i := range 30 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("shard-hash-%02d", i)}}
+		for o := range 3 {
+			if s, _ := shard.New(o, 3, "namespace"); s.Contains(cm) {
+				owners[o]++
+			}
+		}
+	}
+	if len(owners) != 1 {
+		t.Errorf("30 namespaces shard-hash-NN by shard: %v, want all in one", owners)
 	}
 }
