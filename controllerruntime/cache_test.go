@@ -9,7 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/otelqueue/otelqueue/controllerruntime"
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -56,4 +58,60 @@ func TestCache(t *testing.T) {
 	if got := controllerruntime.Cache(mgr.GetCache(), nil).List(); got != nil {
 		t.Errorf("a nil object lists %v", got)
 	}
+}
+
+// TestAPIServerCacheNamespaced: a cache restricted to namespaces
+// (cache.Options.DefaultNamespaces) has an informer per namespace behind
+// one that exposes no store; Cache lists what those hold all the same:
+// the objects of its namespaces, not of another, and not one deleted.
+func TestAPIServerCacheNamespaced(t *testing.T) {
+	c := apiServerCluster(t)
+	ctx := context.Background()
+	namespaces := []string{c.namespace}
+	for range 2 {
+		ns, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "otelqueue-test-"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}) })
+		namespaces = append(namespaces, ns.Name)
+	}
+	// Cached: the first two namespaces; the third is not.
+	mgr, err := manager.New(c.config, manager.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespaces[0]: {}, namespaces[1]: {}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := controllerruntime.Cache(mgr.GetCache(), &corev1.ConfigMap{})
+	if got := objects.List(); len(got) != 0 {
+		t.Fatalf("before the manager started: %d objects", len(got))
+	}
+	startManager(t, mgr)
+	for i, ns := range namespaces {
+		for j := range 3 - i { // 3, 2 and 1 objects
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("cm-", j)}}
+			if _, err := c.cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	inCache := func(n int) func() bool {
+		return func() bool {
+			list := objects.List()
+			for _, o := range list {
+				if cm, ok := o.(*corev1.ConfigMap); !ok || cm.Namespace == namespaces[2] {
+					t.Fatalf("listed %T %v, not a ConfigMap of the cached namespaces", o, o)
+				}
+			}
+			return len(list) == n
+		}
+	}
+	testutil.WaitFor(t, "the 5 ConfigMaps of the 2 cached namespaces", inCache(5))
+	if err := c.cs.CoreV1().ConfigMaps(namespaces[1]).Delete(ctx, "cm-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "4 ConfigMaps once one is deleted", inCache(4))
 }

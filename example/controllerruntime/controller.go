@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,7 +122,8 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 		// ConfigMap cache.
 		otelqueue.WithSizer(sizer),
 	}
-	sizer.Caches = []otelqueue.Cache{controllerruntime.Cache(mgr.GetCache(), &corev1.ConfigMap{})}
+	cached := controllerruntime.Cache(mgr.GetCache(), &corev1.ConfigMap{})
+	sizer.Caches = []otelqueue.Cache{cached}
 	workers := cfg.Workers
 	if a := cfg.Adaptive; a.On() {
 		// controller-runtime runs MAX goroutines (MaxConcurrentReconciles,
@@ -157,18 +157,9 @@ func runManager(ctx context.Context, cfg config, sizer *otelqueue.Sizer) error {
 		return fmt.Errorf("building the controller: %w", err)
 	}
 
-	// The informer cache's size, for the memory per object: the
-	// ConfigMaps informer's store, once the manager made it.
-	objects := func() int {
-		inf, err := mgr.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
-		if err != nil {
-			return 0
-		}
-		if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
-			return len(s.GetStore().ListKeys())
-		}
-		return 0
-	}
+	// The informer cache's size, otelqueue.cache.objects: what the Sizer
+	// counts.
+	objects := func() int { return len(cached.List()) }
 	defer examplecluster.InstrumentProcess(objects)()
 
 	var wg sync.WaitGroup
