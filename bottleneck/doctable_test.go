@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
+	"github.com/otelqueue/otelqueue/internal/sizing"
 	"github.com/otelqueue/otelqueue/internal/testutil"
 )
 
@@ -51,4 +52,34 @@ func classesTable() string {
 	}
 	fmt.Fprintf(&b, "| `%s` | no rule above holds | nothing: the workers keep up; the recommendation is Little's law's count |\n", bottleneck.None)
 	return b.String()
+}
+
+// scalingPath is the page whose table of the fleet's classes is generated
+// from internal/sizing.Fleet.
+var scalingPath = filepath.Join("..", "docs", "scaling.md")
+
+var fleetMarker = regexp.MustCompile(`(?s)(<!-- generated from internal/sizing\.Fleet: fleet classes -->\n).*?(<!-- end of generated table -->)`)
+
+// TestFleetTable fails when docs/scaling.md's table of the fleet's classes
+// is not its rendering from sizing.Fleet (go test ./bottleneck -run
+// TestFleetTable -update).
+func TestFleetTable(t *testing.T) {
+	doc, err := os.ReadFile(scalingPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fleetMarker.Match(doc) {
+		t.Fatalf("%s has no <!-- generated from internal/sizing.Fleet: fleet classes --> ... <!-- end of generated table --> markers", scalingPath)
+	}
+	var b strings.Builder
+	b.WriteString("| class (`fleet=`) | alert | holds when (figure, threshold) | what to change |\n|---|---|---|---|\n")
+	for _, r := range sizing.Fleet {
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s (`%s %s %s`) | %s |\n", r.Class, r.Alert, r.Holds, r.Figure, r.Comparison,
+			strconv.FormatFloat(r.Threshold, 'f', -1, 64), r.Change)
+	}
+	want := fleetMarker.ReplaceAllFunc(doc, func(m []byte) []byte {
+		sub := fleetMarker.FindSubmatch(m)
+		return []byte(string(sub[1]) + "\n" + b.String() + "\n" + string(sub[2]))
+	})
+	testutil.Generated(t, scalingPath, want, *update, "go test ./bottleneck -run TestFleetTable -update")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/otelqueue/otelqueue/internal/rulesgen"
+	"github.com/otelqueue/otelqueue/internal/sizing"
 
 	"github.com/otelqueue/otelqueue/bottleneck"
 	"github.com/otelqueue/otelqueue/internal/testutil"
@@ -177,3 +178,42 @@ func TestPodSizeCase(t *testing.T) {
 }
 
 var t0 = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+
+// fleetCheck is a check of fleet-figures_test.sh: the line "fleet=" it
+// expects.
+var fleetCheck = regexp.MustCompile(`(?m)^check \S+ '(fleet=[^']*)'`)
+
+// TestFleetClasses checks each row of the fleet's table (internal/sizing's
+// Fleet, rendered into docs/scaling.md) against what alerts on it: its
+// alert in rules.yml reads its figure, promtool's cases (rules_test.yml)
+// expect it to fire, and fleet-figures_test.sh has a case whose "fleet="
+// line names its class. A class added to the table fails here until it
+// has all three.
+func TestFleetClasses(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	rules, cases, figures := read("rules.yml"), read("rules_test.yml"), read("fleet-figures_test.sh")
+	for _, r := range sizing.Fleet {
+		alert := regexp.MustCompile(`(?s)- alert: ` + r.Alert + `\n\s+expr: \|\n(.*?)\n\s+for:`).FindStringSubmatch(rules)
+		if alert == nil {
+			t.Errorf("%s: no alert %s in rules.yml", r.Class, r.Alert)
+		} else if series := strings.Fields(r.Figure)[0]; !strings.Contains(alert[1], series) {
+			t.Errorf("%s: the alert %s does not read %s:\n%s", r.Class, r.Alert, series, alert[1])
+		}
+		if !strings.Contains(cases, "alertname: "+r.Alert) {
+			t.Errorf("%s: no case of rules_test.yml expects %s", r.Class, r.Alert)
+		}
+		named := false
+		for _, m := range fleetCheck.FindAllStringSubmatch(figures, -1) {
+			named = named || strings.HasPrefix(m[1], "fleet="+r.Class+" ") || strings.Contains(m[1], ") "+r.Class+" (")
+		}
+		if !named {
+			t.Errorf("%s: no case of fleet-figures_test.sh expects the class in its line fleet=", r.Class)
+		}
+	}
+}
