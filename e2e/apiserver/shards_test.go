@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/otelqueue/otelqueue/e2e"
 	"github.com/otelqueue/otelqueue/shard"
@@ -90,8 +96,8 @@ func fastClient(t *testing.T, p *plane) kubernetes.Interface {
 // alert fires on the fleet's series, the objects of its range wait while
 // the others' converge, and once it is back they converge too. For the
 // client-go example it also measures what a replica receives (objects in
-// its informer's cache, bytes from the API server through a counting
-// proxy) against one unsharded replica and
+// its informer's cache; bytes and watch events from the API server,
+// through counting proxies) against one unsharded replica and
 // against a shard that filters on the client (a server without the gate),
 // and runs a split by namespace with one big namespace, which the rules
 // read as a hot shard.
@@ -118,9 +124,9 @@ type fleet struct {
 	cms     map[string]types.UID // by namespace/name
 	shards  []*shard.Shard
 	runs    [][]*exampleRun
-	objects []float64 // otelqueue_cache_objects of each replica, before the stop
-	read    []int64   // bytes each replica received from the API server, at the same time
-	proxies []func() int64
+	objects []float64  // otelqueue_cache_objects of each replica, before the stop
+	read    []received // what each replica received from the API server, at the same time
+	proxies []func() received
 	adds    []float64
 	writes  []int // the writer's changes to each shard's objects
 }
@@ -131,9 +137,9 @@ func runShards(t *testing.T, p *plane, prom *shardsProm, ex example, kubeconfig 
 	f := &fleet{ns: ns, cms: createConfigMaps(t, cs, ns, shardsObjects)}
 	kcs := make([]string, shardsTotal)
 	for i := range kcs {
-		var received func() int64
-		kcs[i], received = countingProxy(t, kubeconfig)
-		f.proxies = append(f.proxies, received)
+		var read func() received
+		kcs[i], read = countingProxy(t, kubeconfig)
+		f.proxies = append(f.proxies, read)
 	}
 	args := func(i int) []string {
 		return []string{"-kubeconfig", kcs[i], "-namespace", ns, "-generate=false", "-workers", "4",
@@ -177,6 +183,9 @@ func runShards(t *testing.T, p *plane, prom *shardsProm, ex example, kubeconfig 
 	// The spread of a uniform hash.
 	owned := f.ownedBy(keysOf(f.cms))
 	for i := range shardsTotal {
+		if f.objects[i] != float64(owned[i]) {
+			t.Errorf("shard %d caches %v objects (otelqueue_cache_objects), owns %v: the server sends it its shard only, and the Sizer counts them", i, f.objects[i], owned[i])
+		}
 		checkBinomial(t, fmt.Sprintf("shard %d's objects", i), owned[i], shardsObjects)
 		checkBinomial(t, fmt.Sprintf("shard %d's writes", i), f.writes[i], sum(f.writes))
 	}
@@ -387,18 +396,18 @@ func shardsCost(t *testing.T, p *plane, ex example, kubeconfig string, f *fleet)
 	if wholeObjects != shardsObjects || clientObjects != shardsObjects {
 		t.Errorf("cached objects: unsharded %v, client-filtering shard %v; want all %d in both", wholeObjects, clientObjects, shardsObjects)
 	}
-	for i, n := range f.objects {
-		if want := float64(f.ownedBy(keysOf(f.cms))[i]); n != want {
-			t.Errorf("shard %d caches %v objects, owns %v: the server sends it its shard only", i, n, want)
+	for i, r := range f.read {
+		if r.bytes >= wholeRead.bytes || r.bytes >= clientRead.bytes {
+			t.Errorf("shard %d received %d bytes; the unsharded replica %d, a shard filtering on the client %d: the server sends it its shard only", i, r.bytes, wholeRead.bytes, clientRead.bytes)
 		}
-		if f.read[i] >= wholeRead || f.read[i] >= clientRead {
-			t.Errorf("shard %d received %d bytes; the unsharded replica %d, a shard filtering on the client %d: the server sends it its shard only", i, f.read[i], wholeRead, clientRead)
+		if r.events >= wholeRead.events || r.events >= clientRead.events {
+			t.Errorf("shard %d received %d watch events; the unsharded replica %d, a shard filtering on the client %d: the server sends it its shard's only", i, r.events, wholeRead.events, clientRead.events)
 		}
 	}
 	if clientAdds > 2*float64(shardsObjects+shardsRate*int(shardsWriteFor/time.Second))/shardsTotal {
 		t.Errorf("the client-filtering shard took %v adds: it filters nothing", clientAdds)
 	}
-	note := fmt.Sprintf("%s, what one replica receives under %d changes/s over %d ConfigMaps for %v: sharded by the server (3 shards) %v objects cached, %v bytes received from the API server; unsharded %v objects, %d bytes; sharded on the client %v objects, %d bytes",
+	note := fmt.Sprintf("%s, what one replica receives under %d changes/s over %d ConfigMaps for %v (objects cached, bytes and watch events received from the API server): sharded by the server (3 shards) %v, %+v; unsharded %v, %+v; sharded on the client %v, %+v",
 		ex.name, shardsRate, shardsObjects, shardsWriteFor, f.objects, f.read, wholeObjects, wholeRead, clientObjects, clientRead)
 	t.Log(note)
 	report.addNote(note)
@@ -582,13 +591,100 @@ func staleKeys(t *testing.T, cs kubernetes.Interface, ns string) map[string]bool
 	return out
 }
 
-// countingProxy forwards TCP connections to the kubeconfig's API server and
-// counts the bytes the server sends back; it returns the path of a copy of
-// the kubeconfig that points at it (TLS passes through: the server's
-// certificate is for 127.0.0.1, as the proxy is), and the count so far.
-// What a replica receives from the API server, compressed or not, is then
-// measured on the wire.
-func countingProxy(t *testing.T, kubeconfig string) (string, func() int64) {
+// received is what a replica received from the API server through
+// countingProxy: the bytes on the wire (TLS, as the server sent them) and
+// the events of its watch streams (the initial events of a watch-list
+// and bookmarks included).
+type received struct{ bytes, events int64 }
+
+// countingProxy puts two proxies between a replica and the API server of
+// kubeconfig and returns the replica's kubeconfig and what it has
+// received so far: an HTTP proxy on 127.0.0.1 that counts the events of
+// the watch streams it passes (the replica speaks plain HTTP to it; it
+// holds the kubeconfig's credentials), then a TCP proxy that counts the
+// bytes the server sends.
+func countingProxy(t *testing.T, kubeconfig string) (string, func() received) {
+	t.Helper()
+	viaTCP, wire := byteCountingProxy(t, kubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", viaTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events atomic.Int64
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Header.Del("Accept-Encoding") // the transport's own gzip, undone before the count
+		},
+		Transport: tr,
+		ModifyResponse: func(resp *http.Response) error {
+			if w := resp.Request.URL.Query().Get("watch"); w == "true" || w == "1" {
+				resp.Body = &eventCounter{ReadCloser: resp.Body, proto: strings.Contains(resp.Header.Get("Content-Type"), "protobuf"), n: &events}
+			}
+			return nil
+		},
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["proxy"] = &clientcmdapi.Cluster{Server: srv.URL}
+	kc.AuthInfos["proxy"] = &clientcmdapi.AuthInfo{}
+	kc.Contexts["proxy"] = &clientcmdapi.Context{Cluster: "proxy", AuthInfo: "proxy"}
+	kc.CurrentContext = "proxy"
+	path := viaTCP + "-via-http"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path, func() received { return received{bytes: wire(), events: events.Load()} }
+}
+
+// eventCounter counts the events of a watch stream as it is read: frames
+// of a 4-byte big-endian length in protobuf, lines in JSON (the server
+// writes one compact object a line).
+type eventCounter struct {
+	io.ReadCloser
+	proto bool
+	n     *atomic.Int64
+	hdr   [4]byte
+	nhdr  int
+	left  uint32 // of the frame being read
+}
+
+func (c *eventCounter) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	b := p[:n]
+	if !c.proto {
+		c.n.Add(int64(bytes.Count(b, []byte{'\n'})))
+		return n, err
+	}
+	for len(b) > 0 {
+		if c.left > 0 {
+			k := min(uint32(len(b)), c.left)
+			c.left -= k
+			b = b[k:]
+			continue
+		}
+		c.hdr[c.nhdr], c.nhdr, b = b[0], c.nhdr+1, b[1:]
+		if c.nhdr == len(c.hdr) {
+			c.left, c.nhdr = binary.BigEndian.Uint32(c.hdr[:]), 0
+			c.n.Add(1)
+		}
+	}
+	return n, err
+}
+
+// byteCountingProxy puts a TCP proxy on 127.0.0.1 in front of the API
+// server of kubeconfig and returns a kubeconfig through it and the bytes
+// the server has sent through it so far.
+func byteCountingProxy(t *testing.T, kubeconfig string) (string, func() int64) {
 	t.Helper()
 	b, err := os.ReadFile(kubeconfig)
 	if err != nil {
