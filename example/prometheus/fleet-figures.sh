@@ -21,6 +21,7 @@
 # largest pod (4 cores, 8589934592 bytes) allows. The line "fleet="
 # names what the rules alert on: uncovered, overlap, hot-shard (skew over
 # 1.5), too-few-shards, too-many-shards (more than one to spare), or ok.
+# A standby replica (workqueue_standby 1) is left out, as the rules leave it.
 # Needs only a POSIX awk.
 set -eu
 if [ $# -lt 3 ] || [ $(( ($# - 1) % 2 )) -ne 0 ]; then
@@ -68,10 +69,12 @@ FNR == 1 { file++; rep = int((file - 1) / 2); after = (file - 1) % 2; if (rep + 
 	if (after) cpu[rep, p[1]] += $NF; else cpu[rep, p[1]] -= $NF
 }
 /^otelqueue_memory_needed_bytes[{ ]/ && after { memory[rep] = $NF + 0 }
+/^workqueue_standby[{ ]/ && after { if ($NF + 0 == 1) standby[rep] = 1; else active[rep] = 1 }
 END {
 	covered = 0; sum = 0; n = 0
 	for (r = 0; r < reps; r++) {
 		if (!sharded[r]) { printf "replica %d: no workqueue_shard_share (not sharded): left out\n", r; continue }
+		if (standby[r] && !active[r]) { printf "replica %d: standby (workqueue_standby 1): left out\n", r; continue }
 		n++
 		sum += share[r]
 		if (total[r] == "") covered += share[r]

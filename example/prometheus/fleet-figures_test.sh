@@ -13,8 +13,9 @@ trap 'rm -rf "$dir"' EXIT
 cases=0
 failures=0
 
-# replica NAME ORDINAL TOTAL BY SHARE ADDS_PER_MIN CPU_PER_MIN MEMORY:
-# writes NAME-before.txt (counters at 0) and NAME-after.txt (a minute later).
+# replica NAME ORDINAL TOTAL BY SHARE ADDS_PER_MIN CPU_PER_MIN MEMORY [STANDBY]:
+# writes NAME-before.txt (counters at 0) and NAME-after.txt (a minute later);
+# STANDBY, when given, is its queue's workqueue_standby.
 replica() {
 	labels="workqueue_shard_by=\"$4\",workqueue_shard_ordinal=\"$2\",workqueue_shard_total=\"$3\""
 	for at in before after; do
@@ -26,6 +27,7 @@ replica() {
 			echo "workqueue_work_duration_seconds_count{name=\"q\",controller=\"q\"} $adds"
 			echo "process_cpu_time_seconds_total{cpu_mode=\"user\"} $cpu"
 			echo "otelqueue_memory_needed_bytes $8"
+			if [ $# -ge 9 ]; then echo "workqueue_standby{name=\"q\",controller=\"q\"} $9"; fi
 		} > "$dir/$1-$at.txt"
 	done
 }
@@ -58,6 +60,12 @@ replica a 0 3 uid 0.3333333333333333 600 168 1073741824
 replica b 1 3 uid 0.3333333333333333 600 168 1073741824
 replica c 2 3 uid 0.33333333333333337 600 168 1073741824
 check ok 'fleet=ok' a b c
+# A warm standby of shard 0 beside a (workqueue_standby 1): left out; once
+# it leads (0), it overlaps a.
+replica s 0 3 uid 0.3333333333333333 0 6 1073741824 1
+check standby 'fleet=ok' a b c s
+replica s 0 3 uid 0.3333333333333333 0 6 1073741824 0
+check standby-leading 'fleet=overlap (shares summed 1.333, ordinal 0 of 3 twice*' a b c s
 # c down: two thirds covered.
 check uncovered 'fleet=uncovered (0.667 of the hash space*' a b
 # a second replica of shard 1 beside b, c down: the shares sum to 1.

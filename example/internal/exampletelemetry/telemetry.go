@@ -55,7 +55,8 @@ type Config struct {
 	// Sizer's recommendation.
 	Sizer *otelqueue.Sizer
 	// Shard, when set (-shards), is on the resource (Shard.Attributes: the
-	// spans and metrics carry it) and reported as workqueue.shard.share.
+	// spans and metrics carry it) and reported as workqueue.shard.share;
+	// nil, shard 0 of 1 is reported.
 	Shard *shard.Shard
 	// SpanProcessor, when set (by tests), also receives every span.
 	SpanProcessor sdktrace.SpanProcessor
@@ -224,10 +225,15 @@ func Setup(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t.errors = &throttledLog{every: 30 * time.Second, logf: t.logf}
 	otel.SetTracerProvider(t.TracerProvider)
 	otel.SetMeterProvider(t.MeterProvider)
-	if cfg.Shard != nil {
-		if _, err := cfg.Shard.Instrument(t.MeterProvider); err != nil {
-			return nil, err
-		}
+	// Unsharded, the replica reports shard 0 of 1, the whole hash space:
+	// the fleet's rules read it as a fleet of one, and say when it needs
+	// shards (WorkqueueShardsTooFew).
+	s := cfg.Shard
+	if s == nil {
+		s, _ = shard.New(0, 1, "uid")
+	}
+	if _, err := s.Instrument(t.MeterProvider); err != nil {
+		return nil, err
 	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(t.errors)
