@@ -7,9 +7,10 @@ import "strconv"
 // them (rules.yml's group otelqueue.fleet, fleet-figures.sh), never from
 // one process, so package bottleneck's Classify has no such class. Fleet
 // is the table; the docs' table of the fleet's classes is rendered from it
-// (docs/scaling.md), rules.yml's alerts and fleet-figures.sh's line
-// "fleet=" use its thresholds, and example/prometheus's tests check that
-// each row has its alert, its promtool cases and its word in the line.
+// (docs/scaling.md), rules.yml's alerts and fleet-figures.sh are generated
+// from the same constants (HotShardSkew, LargestPodCores,
+// LargestPodMemory), and example/prometheus's tests check that each row
+// has its alert, its promtool cases and its word in the line "fleet=".
 type FleetRule struct {
 	// Class is the word of fleet-figures.sh's line "fleet=".
 	Class string
