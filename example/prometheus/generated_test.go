@@ -73,18 +73,11 @@ var figuresCase = regexp.MustCompile(`(?m)^check ([a-z-]+) ["']bottleneck=([a-z-
 // comparison changed in the table (>= to >) fails here until the cases
 // follow, and a rule added to the table fails until it has cases.
 func TestBoundaryCases(t *testing.T) {
-	read := func(name string) string {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	suites := map[string]map[string]string{"rules_test.yml": {}, "queue-figures_test.sh": {}}
-	for _, m := range promCase.FindAllStringSubmatch(read("rules_test.yml"), -1) {
+	for _, m := range promCase.FindAllStringSubmatch(readFile(t, "rules_test.yml"), -1) {
 		suites["rules_test.yml"][m[2]] = m[1]
 	}
-	for _, m := range figuresCase.FindAllStringSubmatch(read("queue-figures_test.sh"), -1) {
+	for _, m := range figuresCase.FindAllStringSubmatch(readFile(t, "queue-figures_test.sh"), -1) {
 		suites["queue-figures_test.sh"][m[1]] = m[2]
 	}
 	for _, r := range bottleneck.Rules() {
@@ -190,14 +183,7 @@ var fleetCheck = regexp.MustCompile(`(?m)^check \S+ '(fleet=[^']*)'`)
 // line names its class. A class added to the table fails here until it
 // has all three.
 func TestFleetClasses(t *testing.T) {
-	read := func(name string) string {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	rules, cases, figures := read("rules.yml"), read("rules_test.yml"), read("fleet-figures_test.sh")
+	rules, cases, figures := readFile(t, "rules.yml"), readFile(t, "rules_test.yml"), readFile(t, "fleet-figures_test.sh")
 	for _, r := range sizing.Fleet {
 		alert := regexp.MustCompile(`(?s)- alert: ` + r.Alert + `\n\s+expr: \|\n(.*?)\n\s+for:`).FindStringSubmatch(rules)
 		if alert == nil {
@@ -216,4 +202,15 @@ func TestFleetClasses(t *testing.T) {
 			t.Errorf("%s: no case of fleet-figures_test.sh expects the class in its line fleet=", r.Class)
 		}
 	}
+}
+
+// readFile returns the file name of this directory, failing the test if it
+// cannot be read.
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
