@@ -3,6 +3,7 @@ package controllerruntime_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +90,10 @@ func TestAPIServerCacheNamespaced(t *testing.T) {
 	if got := objects.List(); len(got) != 0 {
 		t.Fatalf("before the manager started: %d objects", len(got))
 	}
-	startManager(t, mgr)
+	mctx, stop := context.WithCancel(ctx)
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(mctx) }()
+	defer stop() // on an early failure; the goroutine then ends with the manager
 	for i, ns := range namespaces {
 		for j := range 3 - i { // 3, 2 and 1 objects
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("cm-", j)}}
@@ -114,4 +118,19 @@ func TestAPIServerCacheNamespaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, "4 ConfigMaps once one is deleted", inCache(4))
+
+	// Listed concurrently, then after the manager stopped: no panic, no
+	// object it did not hold.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { objects.List() })
+	}
+	wg.Wait()
+	stop()
+	if err := testutil.Receive(t, stopped, "the manager to stop"); err != nil {
+		t.Errorf("manager.Start: %v", err)
+	}
+	if got := objects.List(); len(got) > 4 {
+		t.Errorf("after the manager stopped: %d objects listed, it held 4", len(got))
+	}
 }
