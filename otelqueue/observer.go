@@ -123,10 +123,37 @@ func (o *observer[K]) NextRun(ctx context.Context, _ K, ended, next time.Time, t
 	)
 }
 
-// The scheduler finds NeedsWallClock, ObservesChanges, ChangeDone and
-// NextRun by these signatures (see scheduler.Observer).
+// DurationsOnly tells the scheduler whether it may tell o of each run by
+// its durations alone (Waited, Worked) instead of Dequeued and Done: when
+// o reads no time or context of a run, with tracing off and no standby,
+// client time or change durations.
+func (o *observer[K]) DurationsOnly() bool {
+	return !o.tracing && o.standby == nil && !o.clientTime && o.changeDuration == nil
+}
+
+// Waited records a run's queue wait, as Dequeued does with tracing off.
+func (o *observer[K]) Waited(w schedhooks.Wait) {
+	if p := o.b.pool.Load(); p != nil {
+		p.sig.dequeued(w.Wait)
+	}
+	o.recordWait(context.Background(), w.Wait.Seconds(), w.Priority, scheduler.WaitReason(w.Reason))
+}
+
+// Worked records a run's work, as Done does with tracing off.
+func (o *observer[K]) Worked(work time.Duration, ended time.Time) {
+	if p := o.b.pool.Load(); p != nil {
+		p.sig.finished(work, 0, 0, false)
+		p.evaluate(ended, nil)
+	}
+	o.workDuration.Record(context.Background(), work.Seconds(), o.record...)
+}
+
+// The scheduler finds NeedsWallClock, ObservesChanges, ChangeDone,
+// NextRun and the durations-only path by these signatures (see
+// scheduler.Observer and schedhooks.DurationObserver).
 var _ interface {
 	scheduler.Observer[string]
+	schedhooks.DurationObserver
 	NeedsWallClock() bool
 	ObservesChanges() bool
 	ChangeDone(ctx context.Context, key string, changed, ended time.Time)
@@ -156,7 +183,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 	if !o.tracing {
 		// Not in ctx: a span the worker's context carries must not become
 		// an exemplar when tracing is off.
-		o.recordWait(context.Background(), wait, it)
+		o.recordWait(context.Background(), wait, it.Priority, it.Reason)
 		if !work {
 			return ctx
 		}
@@ -168,7 +195,7 @@ func (o *observer[K]) Dequeued(ctx context.Context, it *scheduler.Item[K]) conte
 		// The sampler dropped the attempt: its trace is never exported, so
 		// its durations are recorded with no span context (an exemplar
 		// linking to it would lead nowhere, whatever the exemplar filter).
-		o.recordWait(context.Background(), wait, it)
+		o.recordWait(context.Background(), wait, it.Priority, it.Reason)
 		if !work {
 			return rootCtx
 		}
@@ -245,7 +272,7 @@ func (o *observer[K]) startSpans(rootCtx context.Context, root trace.Span, it *s
 	if standbyPart > 0 {
 		queued.AddEvent(semconv.EventActive, trace.WithTimestamp(activeAt))
 	}
-	o.recordWait(queuedCtx, wait, it)
+	o.recordWait(queuedCtx, wait, it.Priority, it.Reason)
 	queued.End(trace.WithTimestamp(it.DequeuedAt))
 
 	reconcileCtx, reconcile := o.tracer.Start(rootCtx, semconv.SpanReconcile, trace.WithTimestamp(it.DequeuedAt))
@@ -253,16 +280,16 @@ func (o *observer[K]) startSpans(rootCtx context.Context, root trace.Span, it *s
 	return reconcileCtx
 }
 
-// recordWait records the queue wait of it: in the queue-wait histogram,
-// by priority with WithWaitByPriority, and as lateness with WithLateness
-// when it waited for a time.
-func (o *observer[K]) recordWait(ctx context.Context, wait float64, it *scheduler.Item[K]) {
+// recordWait records the queue wait of a run of priority and reason: in
+// the queue-wait histogram, by priority with WithWaitByPriority, and as
+// lateness with WithLateness when it waited for a time.
+func (o *observer[K]) recordWait(ctx context.Context, wait float64, priority int, reason scheduler.WaitReason) {
 	o.queueDuration.Record(ctx, wait, o.record...)
 	if w := o.waitByPriority; w != nil {
-		w.hist.Record(ctx, wait, w.options(it.Priority)...)
+		w.hist.Record(ctx, wait, w.options(priority)...)
 	}
-	if o.lateness != nil && int(it.Reason) < len(o.lateRecord) && o.lateRecord[it.Reason] != nil {
-		o.lateness.Record(ctx, wait, o.lateRecord[it.Reason]...)
+	if o.lateness != nil && int(reason) < len(o.lateRecord) && o.lateRecord[reason] != nil {
+		o.lateness.Record(ctx, wait, o.lateRecord[reason]...)
 	}
 }
 

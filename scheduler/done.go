@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,6 +62,10 @@ func (s *Scheduler[K]) Done(key K) {
 	if s.maxInFlight > 0 && s.ready.eligibleLen() > 0 {
 		signal = true // a worker held back by the limit may go on
 	}
+	if p.measured {
+		s.measuredDoneLocked(key, p, e, now, signal)
+		return
+	}
 	if !p.observed {
 		// No Observer saw the run: nothing to report, and no report to
 		// make (its zero value alone costs a Done a few per cent).
@@ -83,6 +88,33 @@ func (s *Scheduler[K]) Done(key K) {
 		s.cond.Signal()
 	}
 	report.send(key)
+}
+
+// measuredDoneLocked reports the end, at now, of p, a run of e a
+// DurationObserver was told of, recycles p and unlocks, then signals a
+// waiting worker if signal. The DurationObserver installed gets Worked; an
+// Observer that replaced it while the run was in flight gets Done (with
+// NextRun, as in Done), from the run's start and context.
+func (s *Scheduler[K]) measuredDoneLocked(key K, p *proc[K], e *entry[K], now int64, signal bool) {
+	work := now - p.started
+	d := s.durations
+	var r doneReport[K]
+	if d == nil && s.obs != nil {
+		r = doneReport[K]{obs: s.obs, ctx: p.ctx, started: s.at(p.started), endNs: work}
+		if e.pending {
+			r.nextNs, r.hasNext, r.nextTrigger = max(e.readyAt, now)-p.started, true, e.trigger
+		}
+	}
+	s.freeProc(p)
+	s.mu.Unlock()
+	if signal {
+		s.cond.Signal()
+	}
+	if d != nil {
+		d.Worked(time.Duration(work), s.at(now))
+		return
+	}
+	r.send(key)
 }
 
 // endRunLocked detaches the run in flight from e and from the list of runs
@@ -151,12 +183,17 @@ func (s *Scheduler[K]) observedDoneLocked(p *proc[K], now int64, next nextRun) d
 	if next.ok {
 		r.nextNs, r.hasNext, r.nextTrigger = next.at-p.started, true, next.trigger
 	}
-	p.o.done = r // for the worker, if Dequeued still runs
-	if p.state.CompareAndSwap(procObserving, procDoneEarly) {
-		// Dequeued still runs (a Done from another goroutine than the
-		// worker's): the worker reports this Done (see observeLocked)
-		// and keeps p.
-		return doneReport[K]{}
+	// Once procReady the state stays so (only the lock's holder recycles
+	// p): the common Done, after Dequeued returned, reads it and pays for
+	// no atomic write and no copy of the report.
+	if atomic.LoadUint32(&p.state) != procReady {
+		p.o.done = r // for the worker, if Dequeued still runs
+		if atomic.CompareAndSwapUint32(&p.state, procObserving, procDoneEarly) {
+			// Dequeued still runs (a Done from another goroutine than
+			// the worker's): the worker reports this Done (see
+			// observeLocked) and keeps p.
+			return doneReport[K]{}
+		}
 	}
 	// procReady: Dequeued has returned.
 	r.obs, r.ctx, r.started = s.obs, p.ctx, p.o.item.DequeuedAt

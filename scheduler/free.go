@@ -45,7 +45,7 @@ func reuse[T any](free *[]*T) *T {
 
 // freeProc recycles p, whose run is done. Its state must be procReady.
 func (s *Scheduler[K]) freeProc(p *proc[K]) {
-	p.started, p.prev, p.next, p.ctx = 0, nil, nil, nil
+	p.started, p.prev, p.next, p.ctx, p.measured = 0, nil, nil, nil, false
 	if p.source != "" {
 		p.source = ""
 	}

@@ -89,6 +89,9 @@ func (s *Scheduler[K]) get(ctx context.Context, it *Item[K]) (key K, err error) 
 	e.ensureSide().proc = p
 
 	if obs != nil {
+		if d := s.durations; d != nil {
+			return s.measureLocked(ctx, d, e, p, it), nil
+		}
 		return s.observeLocked(ctx, obs, e, p, wall, it), nil
 	}
 	key = e.key

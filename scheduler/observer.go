@@ -2,9 +2,11 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/otelqueue/otelqueue/internal/nilcheck"
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 )
 
 // Observer is the seam through which instrumentation sees each item's life
@@ -104,6 +106,34 @@ func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 		s.wallClock = w.NeedsWallClock()
 	}
 	s.changes = observesChanges(obs)
+	s.durations = nil
+	if d, ok := obs.(schedhooks.DurationObserver); ok && d.DurationsOnly() {
+		s.durations = d
+	}
+}
+
+// measureLocked tells d, the Observer installed, of the run p of e just
+// taken, by its queue wait alone (see schedhooks.DurationObserver), and
+// unlocks. The run's context is ctx, the worker's. It returns the key, and
+// fills *it whole when it is not nil.
+func (s *Scheduler[K]) measureLocked(ctx context.Context, d schedhooks.DurationObserver, e *entry[K], p *proc[K], it *Item[K]) K {
+	key := e.key
+	w := schedhooks.Wait{
+		// Item.ReadyAt is the enqueue time for an immediate add.
+		Wait:     time.Duration(p.started - max(e.readyAt, e.enqueued)),
+		Priority: e.priority(),
+		Reason:   uint8(e.reason),
+	}
+	p.ctx, p.measured = ctx, true
+	if it != nil {
+		it.Key = key
+		s.fillItem(it, e, p.started, time.Time{})
+		it.ctx = ctx
+	}
+	s.resetRun(e)
+	s.mu.Unlock()
+	d.Waited(w)
+	return key
 }
 
 // Observer returns the Observer installed with SetObserver, or nil.
@@ -126,7 +156,7 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 	itp.Key = e.key
 	s.fillItem(itp, e, p.started, wall)
 	p.observed = true
-	p.state.Store(procObserving)
+	p.state = procObserving // under the lock, before this worker's CAS (see proc)
 	s.resetRun(e)
 	s.mu.Unlock()
 
@@ -138,7 +168,7 @@ func (s *Scheduler[K]) observeLocked(ctx context.Context, obs Observer[K], e *en
 		it.ctx = ctx
 	}
 	// From here a Done may recycle p: nothing of it is read after.
-	if !p.state.CompareAndSwap(procObserving, procReady) {
+	if !atomic.CompareAndSwapUint32(&p.state, procObserving, procReady) {
 		// Done came while Dequeued ran (procDoneEarly): it left p to this
 		// worker, with the time it ended; report it as Done would have.
 		r := p.o.done

@@ -15,6 +15,12 @@ import (
 // (from another goroutine: a misuse) moves state to procDoneEarly instead
 // and leaves the proc to that worker, which reports the Done to the
 // Observer once Dequeued returns.
+//
+// state is written once without an atomic operation: by the worker, under
+// the lock, before its compare-and-swap; every other access is atomic.
+// Each atomic read-modify-write costs a Get and Done several nanoseconds,
+// and the common path, a Done after Dequeued returned, needs only the
+// worker's.
 type proc[K comparable] struct {
 	started    int64 // dequeue time, ns since the scheduler's base time
 	prev, next *proc[K]
@@ -22,13 +28,15 @@ type proc[K comparable] struct {
 	// ctx is the context the run is processed in: the Observer's, or nil
 	// without one.
 	ctx   context.Context
-	state atomic.Uint32
+	state uint32 // procReady, procObserving or procDoneEarly; see above
 
-	// observed tells that o holds this run's Item for an Observer; timed
-	// that started holds the run's start (the queue was timed then).
-	observed, timed bool
-	trigger         Trigger // of the run (Item.Trigger), for Inspect
-	source          string  // of the run (Item.Source), for Inspect
+	// observed tells that o holds this run's Item for an Observer;
+	// measured that a DurationObserver was told of it instead (ctx is then
+	// the worker's); timed that started holds the run's start (the queue
+	// was timed then).
+	observed, measured, timed bool
+	trigger                   Trigger // of the run (Item.Trigger), for Inspect
+	source                    string  // of the run (Item.Source), for Inspect
 	// changeOpen says the run acts on a change opened at changeAt; failed
 	// that its key was added rate-limited while it ran (see change.go).
 	changeOpen, failed bool
@@ -61,7 +69,7 @@ const (
 // Observer's Dequeued has returned (or without an Observer). The queue lock
 // must be held.
 func (p *proc[K]) context() context.Context {
-	if p.state.Load() != procReady {
+	if atomic.LoadUint32(&p.state) != procReady {
 		return nil
 	}
 	return p.ctx

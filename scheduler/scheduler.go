@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/otelqueue/otelqueue/internal/schedhooks"
 )
 
 // ErrShutDown is returned by GetContext when the queue has been shut down and
@@ -66,6 +68,9 @@ type Scheduler[K comparable] struct {
 	timed     bool
 	wallClock bool // obs wants times against a fresh wall-clock reading
 	changes   bool // obs asks for changes (see change.go)
+	// durations is obs when it takes the durations-only path
+	// (schedhooks.DurationObserver), else nil.
+	durations schedhooks.DurationObserver
 
 	shuttingDown bool
 	drain        bool

@@ -11,7 +11,46 @@
 // of an unexported method.
 package schedhooks
 
-import "k8s.io/utils/clock"
+import (
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// DurationObserver is a scheduler.Observer that, when DurationsOnly reports
+// true at SetObserver, reads no time, context or span context of a run,
+// only its queue wait and its work: package otelqueue's with tracing off
+// (and no standby, client time or change durations). The scheduler then
+// tells it of each run with Waited and Worked, in place of Dequeued and
+// Done, and builds no Item, hands over no context and keeps no report for
+// it; the run's context is the worker's own, as if Dequeued had returned
+// it (bench/'s scheduler-otel measures what that saves). Waited's type
+// being this package's, no Observer outside the module can take this path.
+//
+// A run Waited was called for gets Worked at its Done, unless the Observer
+// was replaced meanwhile by one that is not a DurationObserver: that one
+// gets Done, as after any replacement.
+type DurationObserver interface {
+	DurationsOnly() bool
+	// Waited is called for a run before Get or GetContext returns it, out
+	// of the queue lock, in the worker's goroutine.
+	Waited(Wait)
+	// Worked is called at the run's Done, out of the queue lock: work is
+	// the time from its dequeue, ended the time of the Done (on the clock
+	// and anchor of the times Observers are given).
+	Worked(work time.Duration, ended time.Time)
+}
+
+// Wait is a run's queue wait, for a DurationObserver.
+type Wait struct {
+	// Wait is the time from when the run was ready to its dequeue
+	// (Item.DequeuedAt - Item.ReadyAt).
+	Wait time.Duration
+	// Priority and Reason are the run's Item.Priority and Item.Reason
+	// (a scheduler.WaitReason).
+	Priority int
+	Reason   uint8
+}
 
 // Hooks are what package otelqueue reaches in one scheduler.
 type Hooks struct {
