@@ -93,15 +93,37 @@ func TestDurationObserver(t *testing.T) {
 		t.Errorf("Dequeued %d, Done %d, Worked %d times; want 0, 0, 3", n, d, len(obs.works))
 	}
 
-	other := &durObserver{}
-	s.SetObserver(other)
-	s.Add("d")
-	k, _ := s.Get()
-	s.Done(k)
-	if n, d, w := other.dequeued.Load(), other.done.Load(), other.waitedCalls.Load()+other.workedCalls.Load(); n != 1 || d != 1 || w != 0 {
-		t.Errorf("DurationsOnly false: Dequeued %d, Done %d, Waited and Worked %d times; want 1, 1, 0", n, d, w)
+	for _, c := range []struct {
+		name  string
+		other Observer[string]
+		d     *durObserver
+	}{
+		{"DurationsOnly false", &durObserver{}, nil},
+		{"observing changes", &changeDurObserver{durObserver{only: true}}, nil},
+	} {
+		switch o := c.other.(type) {
+		case *durObserver:
+			c.d = o
+		case *changeDurObserver:
+			c.d = &o.durObserver
+		}
+		s.SetObserver(c.other)
+		s.Add("d")
+		k, _ := s.Get()
+		s.Done(k)
+		if n, d, w := c.d.dequeued.Load(), c.d.done.Load(), c.d.waitedCalls.Load()+c.d.workedCalls.Load(); n != 1 || d != 1 || w != 0 {
+			t.Errorf("%s: Dequeued %d, Done %d, Waited and Worked %d times; want 1, 1, 0", c.name, n, d, w)
+		}
 	}
 }
+
+// changeDurObserver is a durObserver that keeps changes: the scheduler
+// makes ChangeDone from Done's report, so it takes the Observer's path.
+type changeDurObserver struct{ durObserver }
+
+func (o *changeDurObserver) ObservesChanges() bool { return true }
+
+func (o *changeDurObserver) ChangeDone(context.Context, string, time.Time, time.Time) {}
 
 // nextObserver records Done and NextRun.
 type nextObserver struct {

@@ -107,7 +107,9 @@ func (s *Scheduler[K]) setObserverLocked(obs Observer[K]) {
 	}
 	s.changes = observesChanges(obs)
 	s.durations = nil
-	if d, ok := obs.(schedhooks.DurationObserver); ok && d.DurationsOnly() {
+	// An Observer that keeps changes needs the Observer's path: ChangeDone
+	// is made from Done's report.
+	if d, ok := obs.(schedhooks.DurationObserver); ok && !s.changes && d.DurationsOnly() {
 		s.durations = d
 	}
 }

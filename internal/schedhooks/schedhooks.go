@@ -1,8 +1,9 @@
 // Package schedhooks is the bridge through which package otelqueue reaches
 // the parts of a scheduler.Scheduler that exist only for it: the clock the
 // queue reads, the channel closed when it shuts down, the
-// compare-and-swap of its Observer, and the value package otelqueue keeps
-// in it (Extension). They are no API of the scheduler's, so
+// compare-and-swap of its Observer, the value package otelqueue keeps in
+// it (Extension), and a metrics-only Observer's cheaper path
+// (DurationObserver). They are no API of the scheduler's, so
 // that its users do not see them; package scheduler registers, in an init,
 // the function Of calls. Only package otelqueue uses this package.
 //
@@ -18,7 +19,8 @@ import (
 )
 
 // DurationObserver is a scheduler.Observer that, when DurationsOnly reports
-// true at SetObserver, reads no time, context or span context of a run,
+// true at SetObserver (and it observes no changes: see scheduler.Observer's
+// ObservesChanges), reads no time, context or span context of a run,
 // only its queue wait and its work: package otelqueue's with tracing off
 // (and no standby, client time or change durations). The scheduler then
 // tells it of each run with Waited and Worked, in place of Dequeued and
