@@ -652,11 +652,12 @@ func (c *controller) watchCeiling(f *figures) {
 // demand's count (of the keys taken and waiting) when the demand is plain
 // and over the limit by the grow band: keys waiting, a sample of
 // reconciles, no ceiling or verdict pending, no shrink within
-// changeIntervals, no class that forbids more workers, and the work no
-// slower than its no-load time (no sign of a downstream limit). It records
-// the window's demand for the shrink window and changes nothing else
-// otherwise: the window goes on to its decision.
-func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
+// changeIntervals, no class that forbids more workers in w nor in
+// sinceDecision (the window from the last decision to w's end, nil for
+// none), and the work no slower than its no-load time (no sign of a
+// downstream limit). It records the window's demand for the shrink window
+// and changes nothing else otherwise: the window goes on to its decision.
+func (c *controller) surge(w, sinceDecision *window, now time.Time) (decision, figures, bool) {
 	// The keys the workers took, over the window so far, are its
 	// arrivals, and the keys waiting the backlog to clear within the
 	// drain horizon: the depth's growth over a fraction of an interval is
@@ -680,7 +681,12 @@ func (c *controller) surge(w *window, now time.Time) (decision, figures, bool) {
 	slower := !unmeasured && float64(f.base) > (1+excessShare)*float64(c.noLoad)
 	// As in decide: a grow after a shrink waits out changeIntervals.
 	afterShrink := c.last == shrinking && now.Sub(c.lastChange) < changeIntervals*c.interval
-	if !f.sample || !f.backlog || unmeasured || slower || afterShrink || c.ceiling > 0 || c.last == verifying || c.last == probing || !f.class.MoreWorkers() || L >= c.hi {
+	// A throttled server's Retry-After waits end with their attempts, all
+	// perhaps in an earlier check's window: a class that forbids more
+	// workers since the last decision holds the surge for the decision to
+	// judge the whole interval.
+	held := !f.class.MoreWorkers() || (sinceDecision != nil && !measure(sinceDecision).class.MoreWorkers())
+	if !f.sample || !f.backlog || unmeasured || slower || afterShrink || c.ceiling > 0 || c.last == verifying || c.last == probing || held || L >= c.hi {
 		return decision{}, f, false
 	}
 	target := withMargin(f.needed)

@@ -1113,16 +1113,27 @@ func TestDecideNoShrinkWhileBusy(t *testing.T) {
 // not grow before a decision has measured the work: nothing says yet that
 // the work is no slower or the downstream has room (on a throttled API
 // server the first Retry-After waits end in a later window; the pool grew
-// 4 → 8 → 11 in its first seconds there). Once measured, a backlog grows it.
+// 4 → 8 → 11 in its first seconds there), nor while a class that forbids
+// more workers holds since the last decision. Once measured, a backlog
+// grows it.
 func TestSurgeWaitsForTheWorkMeasured(t *testing.T) {
 	r := newCtlRun(t, 1, 64, 4)
 	big := demand
 	big.depth = 1500
-	if d, _, ok := r.c.surge(big.window(r.c.limit), r.now().Add(decideInterval/5)); ok {
+	if d, _, ok := r.c.surge(big.window(r.c.limit), nil, r.now().Add(decideInterval/5)); ok {
 		t.Fatalf("a surge check before any decision measured the work: %d (%s), want none", d.to, d.reason)
 	}
 	r.want(demand, withMargin(12), reasonDemand) // the first decision measures the work
-	d, _, ok := r.c.surge(big.window(r.c.limit), r.now().Add(decideInterval/5))
+	// The API server throttled since the last decision: the attempts that
+	// waited on its Retry-After ended in an earlier check's window, and
+	// this one's (those since) waited on nothing. Seen on a real server:
+	// the pool grew 4 → 8 a second after the summary said throttled.
+	throttled := demand
+	throttled.retryAfter = demand.work
+	if d, _, ok := r.c.surge(big.window(r.c.limit), throttled.window(r.c.limit), r.now().Add(decideInterval/5)); ok {
+		t.Errorf("a surge check with the server throttling since the last decision: %d (%s), want none", d.to, d.reason)
+	}
+	d, _, ok := r.c.surge(big.window(r.c.limit), demand.window(r.c.limit), r.now().Add(decideInterval/5))
 	if !ok || d.to <= withMargin(12) || d.reason != reasonDemand {
 		t.Errorf("a surge check after the work was measured: %v %+v, want a grow for the backlog", ok, d)
 	}

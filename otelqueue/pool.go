@@ -357,8 +357,9 @@ func (p *pool) checkSurge(now time.Time, span trace.Span) {
 		from = &p.checked
 	}
 	w := p.window(from, &cur)
+	whole := p.window(&p.prev, &cur)
 	p.checked = cur
-	d, f, ok := p.ctl.surge(&w, now)
+	d, f, ok := p.ctl.surge(&w, &whole, now)
 	if !ok {
 		return
 	}
