@@ -59,22 +59,26 @@ func (c *clientInstruments) record(ctx context.Context, w *clientwork.Work, work
 	if !t.Used {
 		return
 	}
-	c.attempts.Add(1)
 	c.work.Add(int64(work))
 	c.requests.Add(t.Requests)
 	c.throttled.Add(t.Throttled)
 	c.limiterWait.Add(int64(t.LimiterWait))
 	c.requestTime.Add(int64(t.RequestTime))
 	c.retryAfterNs.Add(int64(t.RetryAfterWait))
+	// Counted last, and read first by stats: whoever reads N attempts
+	// reads sums that hold all of theirs (a reader saw 1 attempt, its
+	// work, and none of its requests).
+	c.attempts.Add(1)
 	c.limiter.Record(ctx, t.LimiterWait.Seconds(), opts...)
 	c.request.Record(ctx, t.RequestTime.Seconds(), opts...)
 	c.retryAfter.Record(ctx, t.RetryAfterWait.Seconds(), opts...)
 }
 
-// stats returns the sums.
+// stats returns the sums: those of at least the attempts it counts.
 func (c *clientInstruments) stats() ClientStats {
+	attempts := c.attempts.Load() // first: see record
 	return ClientStats{
-		Attempts:        c.attempts.Load(),
+		Attempts:        attempts,
 		Work:            time.Duration(c.work.Load()),
 		Requests:        c.requests.Load(),
 		Throttled:       c.throttled.Load(),
