@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,23 +100,30 @@ func TestMemoryHoldsStill(t *testing.T) {
 		t.Fatalf("the app: %v\n%s", waitErr, strings.Join(tail, "\n"))
 	}
 
-	// The largest memory needed over the minute before minute 2 and before
-	// minute 10 (a reading lands anywhere in a collection's sawtooth), and
-	// the pod's request at each.
+	// The median of the memory needed over the minute before minute 2 and
+	// before minute 10, and the pod's request at each. A reading lands
+	// anywhere in a collection's sawtooth: within one minute the readings
+	// spread 12.0-14.7 MiB (a CI run), more than the 10% bound, so one
+	// minute's largest reading against another's failed on the sawtooth
+	// alone; a figure that climbs moves the median.
 	at := func(minute int) (float64, int) {
-		var peak float64
+		var in []float64
 		req := 0
 		for _, s := range samples {
 			if s.at > time.Duration(minute-1)*time.Minute && s.at <= time.Duration(minute)*time.Minute {
-				peak = max(peak, s.needed)
+				in = append(in, s.needed)
 				req = s.request
 			}
 		}
-		return peak, req
+		if len(in) == 0 {
+			return 0, req
+		}
+		slices.Sort(in)
+		return in[len(in)/2], req
 	}
 	needed2, req2 := at(2)
 	needed10, req10 := at(10)
-	t.Logf("memory needed: %.1f MiB at minute 2, %.1f MiB at minute 10; pod request: %d MiB, then %d MiB (%d samples)", needed2/(1<<20), needed10/(1<<20), req2, req10, len(samples))
+	t.Logf("memory needed (median): %.1f MiB at minute 2, %.1f MiB at minute 10; pod request: %d MiB, then %d MiB (%d samples)", needed2/(1<<20), needed10/(1<<20), req2, req10, len(samples))
 	for _, s := range samples {
 		t.Logf("%6.0fs needed %.1f MiB, request %d MiB", s.at.Seconds(), s.needed/(1<<20), s.request)
 	}
